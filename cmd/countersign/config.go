@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/countersign/countersign/s3req"
+	"github.com/countersign/countersign/signer"
+)
+
+// Config is countersign's whole configuration: one YAML file, every key
+// documented in deploy/countersign.example.yaml. Secrets may come from the
+// environment instead (see applyEnv).
+type Config struct {
+	// Listen is the sign API's address, host:port.
+	Listen string `yaml:"listen"`
+	// BasePaths serve the sign routes under extra prefixes as well as "/".
+	BasePaths []string `yaml:"base_paths"`
+	// CacheableReads answers reads with Cache-Control: private (see README:
+	// re-reads within 30 s then bypass policy and audit).
+	CacheableReads bool `yaml:"cacheable_reads"`
+
+	Endpoints   []s3req.Endpoint         `yaml:"endpoints"`
+	Credentials signer.CredentialsConfig `yaml:"credentials"`
+	Policy      PolicyConfig             `yaml:"policy"`
+	Keys        KeysConfig               `yaml:"keys"`
+	Limits      LimitsConfig             `yaml:"limits"`
+}
+
+// PolicyConfig says where the OPA policy comes from.
+type PolicyConfig struct {
+	// Paths are .rego/.json/.yaml files or directories.
+	Paths []string `yaml:"paths"`
+}
+
+// KeysConfig holds the object-key rules.
+type KeysConfig struct {
+	// AllowUnsafe permits keys with empty, "." or ".." segments.
+	AllowUnsafe bool `yaml:"allow_unsafe"`
+}
+
+// LimitsConfig bounds what one request may cost.
+type LimitsConfig struct {
+	MaxBodyBytes        int           `yaml:"max_body_bytes"`
+	MaxDeleteKeys       int           `yaml:"max_delete_keys"`
+	MaxHeaders          int           `yaml:"max_headers"`
+	MaxConcurrency      int           `yaml:"max_concurrency"`
+	ReadTimeout         time.Duration `yaml:"read_timeout"`
+	WriteTimeout        time.Duration `yaml:"write_timeout"`
+	IdleTimeout         time.Duration `yaml:"idle_timeout"`
+	ShutdownGracePeriod time.Duration `yaml:"shutdown_grace_period"`
+}
+
+// loadConfig reads a YAML file strictly (unknown keys are errors) on top of
+// base, then applies environment overrides.
+func loadConfig(path string, base Config) (Config, error) {
+	cfg := base
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+	}
+	return cfg, nil
+}
+
+// applyEnv lets secrets stay out of the config file.
+func applyEnv(cfg *Config) {
+	if v := os.Getenv("COUNTERSIGN_ACCESS_KEY_ID"); v != "" {
+		cfg.Credentials.AccessKeyID = v
+	}
+	if v := os.Getenv("COUNTERSIGN_SECRET_ACCESS_KEY"); v != "" {
+		cfg.Credentials.SecretAccessKey = v
+	}
+	if v := os.Getenv("COUNTERSIGN_SESSION_TOKEN"); v != "" {
+		cfg.Credentials.SessionToken = v
+	}
+}
+
+// validate checks what the packages do not check themselves, naming keys.
+func (c *Config) validate(dev bool) error {
+	if c.Listen == "" {
+		return fmt.Errorf("config: listen is required (e.g. 127.0.0.1:8181)")
+	}
+	if len(c.Endpoints) == 0 {
+		return fmt.Errorf("config: endpoints must list at least one S3 endpoint")
+	}
+	if !dev && len(c.Policy.Paths) == 0 {
+		return fmt.Errorf("config: policy.paths is required: countersign never signs without a policy")
+	}
+	return nil
+}

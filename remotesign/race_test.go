@@ -1,0 +1,5 @@
+//go:build race
+
+package remotesign
+
+const raceEnabled = true

@@ -1,0 +1,407 @@
+package s3req
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/countersign/countersign/remotesign"
+)
+
+// Options configures a Classifier.
+type Options struct {
+	// Endpoints is the allow-list of S3 services. At least one is required.
+	Endpoints []Endpoint
+	// AllowUnsafeKeys permits keys with empty, "." or ".." segments. Off by
+	// default: S3-compatible stores backed by file systems may resolve them
+	// to other objects than the policy saw.
+	AllowUnsafeKeys bool
+	// MaxDeleteKeys caps the keys of one DeleteObjects request (S3's own
+	// limit, 1000, by default).
+	MaxDeleteKeys int
+	// MaxDeleteBodyBytes caps the DeleteObjects XML body (default 1 MiB).
+	MaxDeleteBodyBytes int
+}
+
+// Classifier turns sign requests into classified S3 requests. It is
+// immutable after New and safe for concurrent use.
+type Classifier struct {
+	opts Options
+}
+
+// New validates the options and returns a Classifier.
+func New(opts Options) (*Classifier, error) {
+	if len(opts.Endpoints) == 0 {
+		return nil, fmt.Errorf("s3req: at least one endpoint must be configured")
+	}
+	eps := make([]Endpoint, len(opts.Endpoints))
+	copy(eps, opts.Endpoints)
+	for i := range eps {
+		if eps[i].Name == "" {
+			eps[i].Name = fmt.Sprintf("endpoint-%d", i)
+		}
+		if err := eps[i].Validate(); err != nil {
+			return nil, err
+		}
+	}
+	opts.Endpoints = eps
+	if opts.MaxDeleteKeys <= 0 {
+		opts.MaxDeleteKeys = 1000
+	}
+	if opts.MaxDeleteBodyBytes <= 0 {
+		opts.MaxDeleteBodyBytes = 1 << 20
+	}
+	return &Classifier{opts: opts}, nil
+}
+
+// maxKeyBytes is S3's limit on the length of an object key.
+const maxKeyBytes = 1024
+
+// Classify parses and checks one sign request. The returned error is an
+// *Error carrying the HTTP status to answer with.
+func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
+	r := &Request{Method: in.Method, Region: in.Region, Headers: in.Headers}
+
+	scheme, rest, err := splitScheme(in.URI)
+	if err != nil {
+		return nil, err
+	}
+	if strings.IndexByte(rest, '#') >= 0 {
+		return nil, malformed("uri must not contain a fragment")
+	}
+	authority, pathQuery := rest, ""
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		authority, pathQuery = rest[:i], rest[i:]
+	}
+	defPort := 443
+	if scheme == "http" {
+		defPort = 80
+	}
+	host, port, err := parseAuthority(authority, defPort)
+	if err != nil {
+		return nil, err
+	}
+	r.Scheme, r.Host = scheme, authority
+
+	rawPath, rawQuery, _ := strings.Cut(pathQuery, "?")
+	if rawPath == "" {
+		rawPath = "/"
+	}
+	if rawPath[0] != '/' {
+		return nil, malformed("uri path must start with '/'")
+	}
+	r.RawPath, r.RawQuery = rawPath, rawQuery
+
+	if err := checkHeaders(in.Headers, authority); err != nil {
+		return nil, err
+	}
+
+	m, err := matchEndpoint(c.opts.Endpoints, scheme, host, port, in.Region)
+	if err != nil {
+		return nil, err
+	}
+	r.Endpoint = m.endpoint
+
+	if err := c.splitBucketKey(r, m, rawPath); err != nil {
+		return nil, err
+	}
+
+	q, err := parseQuery(rawQuery)
+	if err != nil {
+		return nil, err
+	}
+
+	copySrc, hasCopy, err := c.parseCopySource(in.Headers)
+	if err != nil {
+		return nil, err
+	}
+
+	op := classifyOperation(in.Method, r.Bucket != "", r.Key != "", hasCopy, q)
+	r.Operation = op.name
+	if hasCopy && op.name != "CopyObject" && op.name != "UploadPartCopy" {
+		return nil, malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, not on %s %s", in.Method, op.name)
+	}
+
+	main := Target{Operation: op.name, Action: op.action, Access: op.access, Bucket: r.Bucket, Key: r.Key, Role: "object"}
+	if r.Key == "" {
+		main.Role = "bucket"
+	}
+	if p, ok := q.get("versionId"); ok {
+		main.VersionID = p.value
+	}
+
+	if err := c.setPayloadHash(r); err != nil {
+		return nil, err
+	}
+
+	switch {
+	case op.name == "DeleteObjects":
+		keys, err := c.deleteTargets(r, in)
+		if err != nil {
+			return nil, err
+		}
+		r.Targets = keys
+		return r, nil
+	case isListOperation(op.name):
+		prefix := ""
+		if p, ok := q.get("prefix"); ok {
+			prefix = p.value
+		}
+		if err := c.checkPrefix(prefix); err != nil {
+			return nil, err
+		}
+		main.Prefix = &prefix
+	}
+	r.Targets = append(make([]Target, 0, 2), main)
+	if hasCopy {
+		r.Targets = append(r.Targets, Target{
+			Operation: op.name, Action: "s3:GetObject", Access: AccessRead,
+			Bucket: copySrc.bucket, Key: copySrc.key, VersionID: copySrc.versionID, Role: "copy-source",
+		})
+	}
+	return r, nil
+}
+
+func splitScheme(uri string) (scheme, rest string, err error) {
+	if uri == "" {
+		return "", "", malformed("uri is empty")
+	}
+	switch {
+	case strings.HasPrefix(uri, "https://"):
+		return "https", uri[len("https://"):], nil
+	case strings.HasPrefix(uri, "http://"):
+		return "http", uri[len("http://"):], nil
+	}
+	return "", "", malformed("uri must be an absolute http:// or https:// URL (lower-case scheme)")
+}
+
+// splitBucketKey reads the bucket and key from the host and path. The path
+// must be exactly the AWS canonical encoding of bucket and key — what every
+// AWS SDK sends. Accepting any other spelling (%2F for '/', lower-case hex,
+// unencoded reserved characters) would let two parsers split or decode the
+// same bytes differently; insisting on one spelling removes the question.
+func (c *Classifier) splitBucketKey(r *Request, m hostMatch, rawPath string) error {
+	var rawKey string
+	if m.virtual {
+		if err := checkBucket(m.bucket); err != nil {
+			return err
+		}
+		r.Bucket = m.bucket
+		rawKey = rawPath[1:]
+	} else {
+		seg, after, hasSlash := strings.Cut(rawPath[1:], "/")
+		if seg == "" {
+			if hasSlash {
+				return malformed("uri path has an empty bucket segment")
+			}
+			return nil // "/" on the service host: ListBuckets and friends
+		}
+		if err := checkBucket(seg); err != nil {
+			return err
+		}
+		r.Bucket = seg
+		rawKey = after
+	}
+	if rawKey == "" {
+		return nil
+	}
+	key, err := percentDecode(rawKey, "uri path")
+	if err != nil {
+		return err
+	}
+	if canon := string(appendAWSEscapedPath(nil, key)); canon != rawKey {
+		return malformed("uri path is not in canonical S3 encoding: the key must be sent as %q", truncate(canon))
+	}
+	if err := c.checkKey(key, "object key"); err != nil {
+		return err
+	}
+	r.Key = key
+	return nil
+}
+
+// checkKey applies the key rules to a decoded key.
+func (c *Classifier) checkKey(key, what string) error {
+	if key == "" {
+		return malformed("%s is empty", what)
+	}
+	if len(key) > maxKeyBytes {
+		return malformed("%s is longer than %d bytes", what, maxKeyBytes)
+	}
+	if err := checkText(key, what); err != nil {
+		return err
+	}
+	if !c.opts.AllowUnsafeKeys {
+		for seg := range strings.SplitSeq(key, "/") {
+			switch seg {
+			case "":
+				return malformed("%s %q has an empty path segment", what, truncate(key))
+			case ".", "..":
+				return malformed("%s %q has a %q path segment", what, truncate(key), seg)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPrefix applies the key rules to a list prefix, which may be empty and
+// may end in '/' or a partial segment.
+func (c *Classifier) checkPrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	if len(prefix) > maxKeyBytes {
+		return malformed("list prefix is longer than %d bytes", maxKeyBytes)
+	}
+	if err := checkText(prefix, "list prefix"); err != nil {
+		return err
+	}
+	if !c.opts.AllowUnsafeKeys {
+		segs := strings.Split(prefix, "/")
+		for i, seg := range segs {
+			last := i == len(segs)-1
+			switch {
+			case seg == "" && !last:
+				return malformed("list prefix %q has an empty path segment", truncate(prefix))
+			case seg == "." || seg == "..":
+				return malformed("list prefix %q has a %q path segment", truncate(prefix), seg)
+			}
+		}
+	}
+	return nil
+}
+
+// checkBucket enforces S3's bucket naming rules: 3-63 characters of
+// lower-case letters, digits, '.' and '-', starting and ending with a letter
+// or digit, no "..", and not an IP address.
+func checkBucket(b string) error {
+	if len(b) < 3 || len(b) > 63 {
+		return malformed("bucket name %q must be 3 to 63 characters", truncate(b))
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			return malformed("bucket name %q has an invalid character", truncate(b))
+		}
+	}
+	if !isAlnum(b[0]) || !isAlnum(b[len(b)-1]) || strings.Contains(b, "..") {
+		return malformed("bucket name %q is not a valid S3 bucket name", truncate(b))
+	}
+	if _, err := netip.ParseAddr(b); err == nil {
+		return malformed("bucket name %q must not be an IP address", truncate(b))
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+// checkHeaders rejects headers that would make the described request differ
+// from the one that gets signed.
+func checkHeaders(h remotesign.Headers, authority string) error {
+	for i := range h {
+		name := h[i].Name
+		switch {
+		case strings.EqualFold(name, "Host"):
+			if len(h[i].Values) != 1 || h[i].Values[0] != authority {
+				return malformed("header Host must equal the uri's host %q", truncate(authority))
+			}
+		case strings.EqualFold(name, "x-amz-content-sha256"):
+			v, ok := h.Get(name)
+			if !ok {
+				return malformed("header x-amz-content-sha256 must have exactly one value")
+			}
+			if !validContentSHA256(v) {
+				return malformed("header x-amz-content-sha256 %q is not supported: use a hex SHA-256, UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-PAYLOAD-TRAILER", truncate(v))
+			}
+		}
+	}
+	return nil
+}
+
+// validContentSHA256 lists the payload modes a remote signer can support.
+// Signed streaming modes need per-chunk signatures, which only the key
+// holder can compute, so they are refused.
+func validContentSHA256(v string) bool {
+	switch v {
+	case "UNSIGNED-PAYLOAD", "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
+		return true
+	}
+	return isLowerHex(v, 64)
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// setPayloadHash keeps the client's x-amz-content-sha256 or adds
+// UNSIGNED-PAYLOAD: S3 requires the header, and the client sends the body
+// itself, so countersign cannot hash it. DeleteObjects overrides this.
+func (c *Classifier) setPayloadHash(r *Request) error {
+	if v, ok := r.Headers.Get("x-amz-content-sha256"); ok {
+		r.ContentSHA256 = v
+		return nil
+	}
+	r.ContentSHA256 = "UNSIGNED-PAYLOAD"
+	r.AddContentSHA256 = true
+	return nil
+}
+
+type objectRef struct {
+	bucket, key, versionID string
+}
+
+// parseCopySource reads x-amz-copy-source ("[/]bucket/key[?versionId=v]",
+// URL-encoded): a copy is a read of another object, and that read must be
+// authorized like any other.
+func (c *Classifier) parseCopySource(h remotesign.Headers) (objectRef, bool, error) {
+	if !h.Has("x-amz-copy-source") {
+		if h.Has("x-amz-copy-source-range") {
+			return objectRef{}, false, malformed("header x-amz-copy-source-range requires x-amz-copy-source")
+		}
+		return objectRef{}, false, nil
+	}
+	v, ok := h.Get("x-amz-copy-source")
+	if !ok {
+		return objectRef{}, false, malformed("header x-amz-copy-source must have exactly one value")
+	}
+	if strings.HasPrefix(v, "arn:") {
+		return objectRef{}, false, malformed("header x-amz-copy-source: access point ARNs are not supported")
+	}
+	path, query, hasQuery := strings.Cut(v, "?")
+	var ref objectRef
+	if hasQuery {
+		q, err := parseQuery(query)
+		if err != nil {
+			return objectRef{}, false, malformed("header x-amz-copy-source: %v", err)
+		}
+		if len(q) != 1 || q[0].key != "versionId" || q[0].value == "" {
+			return objectRef{}, false, malformed("header x-amz-copy-source may only carry ?versionId=")
+		}
+		ref.versionID = q[0].value
+	}
+	path = strings.TrimPrefix(path, "/")
+	bucket, rawKey, ok := strings.Cut(path, "/")
+	if !ok || rawKey == "" {
+		return objectRef{}, false, malformed("header x-amz-copy-source must be bucket/key")
+	}
+	if err := checkBucket(bucket); err != nil {
+		return objectRef{}, false, malformed("header x-amz-copy-source: %v", err)
+	}
+	key, err := percentDecode(rawKey, "header x-amz-copy-source key")
+	if err != nil {
+		return objectRef{}, false, err
+	}
+	if err := c.checkKey(key, "copy source key"); err != nil {
+		return objectRef{}, false, err
+	}
+	ref.bucket, ref.key = bucket, key
+	return ref, true, nil
+}

@@ -1,0 +1,92 @@
+package s3req
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// unreserved reports the RFC 3986 unreserved bytes, the only ones AWS's URI
+// encoding leaves alone (besides '/' in paths).
+func unreserved(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~'
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// appendAWSEscapedPath appends s URI-encoded the way every AWS SDK encodes an
+// S3 object key in a path: unreserved bytes and '/' stay, every other byte
+// becomes %XX with upper-case hex.
+func appendAWSEscapedPath(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) || c == '/' {
+			dst = append(dst, c)
+			continue
+		}
+		dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+	}
+	return dst
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// percentDecode decodes %XX escapes exactly once. '+' is rejected rather
+// than guessed at: in a query it means space to some parsers and '+' to
+// others, and that difference would let the policy see one key while the
+// server serves another. SDKs always send '+' as %2B.
+func percentDecode(s, what string) (string, error) {
+	if strings.IndexByte(s, '%') < 0 {
+		if strings.IndexByte(s, '+') >= 0 {
+			return "", malformed("%s contains a raw '+'; encode it as %%2B or %%20", what)
+		}
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '%':
+			if i+2 >= len(s) {
+				return "", malformed("%s has a truncated percent escape", what)
+			}
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if !ok1 || !ok2 {
+				return "", malformed("%s has an invalid percent escape %q", what, s[i:i+3])
+			}
+			b = append(b, hi<<4|lo)
+			i += 2
+		case '+':
+			return "", malformed("%s contains a raw '+'; encode it as %%2B or %%20", what)
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b), nil
+}
+
+// checkText rejects invalid UTF-8 and control characters in a decoded key,
+// prefix or parameter: S3 would accept some of them, but no table format
+// writes them and they are a classic way to make logs and policies disagree.
+func checkText(s, what string) error {
+	if !utf8.ValidString(s) {
+		return malformed("%s is not valid UTF-8", what)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return malformed("%s contains a control character (0x%02x)", what, c)
+		}
+	}
+	return nil
+}

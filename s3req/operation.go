@@ -1,0 +1,300 @@
+package s3req
+
+import "strings"
+
+// operation is one row of the S3 operation table: what AWS IAM calls the
+// request, and which query parameters it may carry besides its marker.
+type operation struct {
+	name   string
+	action string
+	access Access
+	params []string // allowed parameters; anything else makes it Unknown
+}
+
+// OperationUnknown is the operation of every request countersign cannot
+// name precisely. Its action is ActionUnknown, which no IAM-style grant
+// matches, and its access class is admin.
+const (
+	OperationUnknown = "Unknown"
+	ActionUnknown    = "s3:Unknown"
+)
+
+var unknownOp = operation{name: OperationUnknown, action: ActionUnknown, access: AccessAdmin}
+
+var (
+	objectReadParams = []string{"x-id", "versionId", "partNumber",
+		"response-cache-control", "response-content-disposition", "response-content-encoding",
+		"response-content-language", "response-content-type", "response-expires"}
+	listV2Params = []string{"x-id", "list-type", "prefix", "delimiter", "max-keys",
+		"continuation-token", "start-after", "encoding-type", "fetch-owner"}
+	listV1Params = []string{"x-id", "prefix", "delimiter", "max-keys", "marker", "encoding-type"}
+)
+
+// objectSubresources are object-level subresources that are not part of the
+// data path. They are classified so policies can name them, and the example
+// policies deny them all (access admin).
+var objectSubresources = map[string]map[string]operation{
+	"acl": {
+		"GET": {name: "GetObjectAcl", action: "s3:GetObjectAcl"},
+		"PUT": {name: "PutObjectAcl", action: "s3:PutObjectAcl"},
+	},
+	"retention": {
+		"GET": {name: "GetObjectRetention", action: "s3:GetObjectRetention"},
+		"PUT": {name: "PutObjectRetention", action: "s3:PutObjectRetention"},
+	},
+	"legal-hold": {
+		"GET": {name: "GetObjectLegalHold", action: "s3:GetObjectLegalHold"},
+		"PUT": {name: "PutObjectLegalHold", action: "s3:PutObjectLegalHold"},
+	},
+	"restore":    {"POST": {name: "RestoreObject", action: "s3:RestoreObject"}},
+	"select":     {"POST": {name: "SelectObjectContent", action: "s3:GetObject"}},
+	"attributes": {"GET": {name: "GetObjectAttributes", action: "s3:GetObjectAttributes"}},
+	"torrent":    {"GET": {name: "GetObjectTorrent", action: "s3:GetObjectTorrent"}},
+	"renameObject": {
+		"PUT": {name: "RenameObject", action: "s3:PutObject"},
+	},
+}
+
+// bucketSubresources are bucket-level configuration subresources (admin).
+var bucketSubresources = map[string]map[string]operation{
+	"acl": {
+		"GET": {name: "GetBucketAcl", action: "s3:GetBucketAcl"},
+		"PUT": {name: "PutBucketAcl", action: "s3:PutBucketAcl"},
+	},
+	"policy": {
+		"GET":    {name: "GetBucketPolicy", action: "s3:GetBucketPolicy"},
+		"PUT":    {name: "PutBucketPolicy", action: "s3:PutBucketPolicy"},
+		"DELETE": {name: "DeleteBucketPolicy", action: "s3:DeleteBucketPolicy"},
+	},
+	"policyStatus": {"GET": {name: "GetBucketPolicyStatus", action: "s3:GetBucketPolicyStatus"}},
+	"cors": {
+		"GET":    {name: "GetBucketCors", action: "s3:GetBucketCORS"},
+		"PUT":    {name: "PutBucketCors", action: "s3:PutBucketCORS"},
+		"DELETE": {name: "DeleteBucketCors", action: "s3:PutBucketCORS"},
+	},
+	"lifecycle": {
+		"GET":    {name: "GetBucketLifecycleConfiguration", action: "s3:GetLifecycleConfiguration"},
+		"PUT":    {name: "PutBucketLifecycleConfiguration", action: "s3:PutLifecycleConfiguration"},
+		"DELETE": {name: "DeleteBucketLifecycle", action: "s3:PutLifecycleConfiguration"},
+	},
+	"versioning": {
+		"GET": {name: "GetBucketVersioning", action: "s3:GetBucketVersioning"},
+		"PUT": {name: "PutBucketVersioning", action: "s3:PutBucketVersioning"},
+	},
+	"website": {
+		"GET":    {name: "GetBucketWebsite", action: "s3:GetBucketWebsite"},
+		"PUT":    {name: "PutBucketWebsite", action: "s3:PutBucketWebsite"},
+		"DELETE": {name: "DeleteBucketWebsite", action: "s3:DeleteBucketWebsite"},
+	},
+	"replication": {
+		"GET":    {name: "GetBucketReplication", action: "s3:GetReplicationConfiguration"},
+		"PUT":    {name: "PutBucketReplication", action: "s3:PutReplicationConfiguration"},
+		"DELETE": {name: "DeleteBucketReplication", action: "s3:PutReplicationConfiguration"},
+	},
+	"notification": {
+		"GET": {name: "GetBucketNotificationConfiguration", action: "s3:GetBucketNotification"},
+		"PUT": {name: "PutBucketNotificationConfiguration", action: "s3:PutBucketNotification"},
+	},
+	"logging": {
+		"GET": {name: "GetBucketLogging", action: "s3:GetBucketLogging"},
+		"PUT": {name: "PutBucketLogging", action: "s3:PutBucketLogging"},
+	},
+	"encryption": {
+		"GET":    {name: "GetBucketEncryption", action: "s3:GetEncryptionConfiguration"},
+		"PUT":    {name: "PutBucketEncryption", action: "s3:PutEncryptionConfiguration"},
+		"DELETE": {name: "DeleteBucketEncryption", action: "s3:PutEncryptionConfiguration"},
+	},
+	"tagging": {
+		"GET":    {name: "GetBucketTagging", action: "s3:GetBucketTagging"},
+		"PUT":    {name: "PutBucketTagging", action: "s3:PutBucketTagging"},
+		"DELETE": {name: "DeleteBucketTagging", action: "s3:PutBucketTagging"},
+	},
+	"object-lock": {
+		"GET": {name: "GetObjectLockConfiguration", action: "s3:GetBucketObjectLockConfiguration"},
+		"PUT": {name: "PutObjectLockConfiguration", action: "s3:PutBucketObjectLockConfiguration"},
+	},
+	"publicAccessBlock": {
+		"GET":    {name: "GetPublicAccessBlock", action: "s3:GetBucketPublicAccessBlock"},
+		"PUT":    {name: "PutPublicAccessBlock", action: "s3:PutBucketPublicAccessBlock"},
+		"DELETE": {name: "DeletePublicAccessBlock", action: "s3:PutBucketPublicAccessBlock"},
+	},
+	"ownershipControls": {
+		"GET":    {name: "GetBucketOwnershipControls", action: "s3:GetBucketOwnershipControls"},
+		"PUT":    {name: "PutBucketOwnershipControls", action: "s3:PutBucketOwnershipControls"},
+		"DELETE": {name: "DeleteBucketOwnershipControls", action: "s3:PutBucketOwnershipControls"},
+	},
+	"accelerate": {
+		"GET": {name: "GetBucketAccelerateConfiguration", action: "s3:GetAccelerateConfiguration"},
+		"PUT": {name: "PutBucketAccelerateConfiguration", action: "s3:PutAccelerateConfiguration"},
+	},
+	"requestPayment": {
+		"GET": {name: "GetBucketRequestPayment", action: "s3:GetBucketRequestPayment"},
+		"PUT": {name: "PutBucketRequestPayment", action: "s3:PutBucketRequestPayment"},
+	},
+	"uploads": {"GET": {name: "ListMultipartUploads", action: "s3:ListBucketMultipartUploads",
+		params: []string{"prefix", "delimiter", "key-marker", "upload-id-marker", "max-uploads", "encoding-type"}}},
+	"versions": {"GET": {name: "ListObjectVersions", action: "s3:ListBucketVersions",
+		params: []string{"prefix", "delimiter", "key-marker", "version-id-marker", "max-keys", "encoding-type"}}},
+}
+
+// subresourceMarkers are parameters that select an operation rather than
+// modify one. A request carries at most one of them.
+func isMarker(key string, object bool) bool {
+	switch key {
+	case "uploads", "uploadId", "tagging", "delete", "location":
+		return true
+	}
+	if object {
+		_, ok := objectSubresources[key]
+		return ok
+	}
+	_, ok := bucketSubresources[key]
+	return ok
+}
+
+// classifyOperation maps method, query and the presence of a key and a copy
+// source to one row of the operation table, exactly as AWS IAM does.
+func classifyOperation(method string, hasBucket, hasKey, copySource bool, q params) operation {
+	if !hasBucket {
+		if method == "GET" && len(q) == 0 {
+			return operation{name: "ListBuckets", action: "s3:ListAllMyBuckets", access: AccessAdmin}
+		}
+		return unknownOp
+	}
+	marker := ""
+	for _, p := range q {
+		if isMarker(p.key, hasKey) {
+			if marker != "" {
+				return unknownOp
+			}
+			marker = p.key
+		}
+	}
+	// Markers are flags; "?uploads=x" is not a request any SDK sends. uploadId
+	// is the one marker with a value.
+	if marker != "" && marker != "uploadId" {
+		if p, _ := q.get(marker); p.value != "" {
+			return unknownOp
+		}
+	}
+	var op operation
+	if hasKey {
+		op = objectOperation(method, marker, copySource)
+	} else {
+		op = bucketOperation(method, marker, q)
+	}
+	if op.name == OperationUnknown {
+		return op
+	}
+	for _, p := range q {
+		if p.key != marker && !contains(op.params, p.key) {
+			return unknownOp
+		}
+	}
+	return op
+}
+
+func objectOperation(method, marker string, copySource bool) operation {
+	switch marker {
+	case "":
+		switch method {
+		case "GET":
+			return operation{"GetObject", "s3:GetObject", AccessRead, objectReadParams}
+		case "HEAD":
+			return operation{"HeadObject", "s3:GetObject", AccessRead, objectReadParams}
+		case "PUT":
+			if copySource {
+				return operation{"CopyObject", "s3:PutObject", AccessWrite, []string{"x-id"}}
+			}
+			return operation{"PutObject", "s3:PutObject", AccessWrite, []string{"x-id"}}
+		case "DELETE":
+			return operation{"DeleteObject", "s3:DeleteObject", AccessDelete, []string{"x-id", "versionId"}}
+		}
+	case "uploads":
+		if method == "POST" {
+			return operation{"CreateMultipartUpload", "s3:PutObject", AccessWrite, []string{"x-id"}}
+		}
+	case "uploadId":
+		switch method {
+		case "PUT":
+			if copySource {
+				return operation{"UploadPartCopy", "s3:PutObject", AccessWrite, []string{"x-id", "partNumber"}}
+			}
+			return operation{"UploadPart", "s3:PutObject", AccessWrite, []string{"x-id", "partNumber"}}
+		case "POST":
+			return operation{"CompleteMultipartUpload", "s3:PutObject", AccessWrite, []string{"x-id"}}
+		case "DELETE":
+			return operation{"AbortMultipartUpload", "s3:AbortMultipartUpload", AccessWrite, []string{"x-id"}}
+		case "GET":
+			return operation{"ListParts", "s3:ListMultipartUploadParts", AccessRead,
+				[]string{"x-id", "max-parts", "part-number-marker", "encoding-type"}}
+		}
+	case "tagging":
+		switch method {
+		case "GET":
+			return operation{"GetObjectTagging", "s3:GetObjectTagging", AccessRead, []string{"x-id", "versionId"}}
+		case "PUT":
+			return operation{"PutObjectTagging", "s3:PutObjectTagging", AccessWrite, []string{"x-id", "versionId"}}
+		case "DELETE":
+			return operation{"DeleteObjectTagging", "s3:DeleteObjectTagging", AccessWrite, []string{"x-id", "versionId"}}
+		}
+	default:
+		if op, ok := objectSubresources[marker][method]; ok {
+			op.access = AccessAdmin
+			op.params = []string{"x-id", "versionId"}
+			return op
+		}
+	}
+	return unknownOp
+}
+
+func bucketOperation(method, marker string, q params) operation {
+	switch marker {
+	case "":
+		switch method {
+		case "GET":
+			lt, ok := q.get("list-type")
+			switch {
+			case !ok:
+				return operation{"ListObjects", "s3:ListBucket", AccessList, listV1Params}
+			case lt.value == "2":
+				return operation{"ListObjectsV2", "s3:ListBucket", AccessList, listV2Params}
+			}
+		case "HEAD":
+			return operation{"HeadBucket", "s3:ListBucket", AccessList, []string{"x-id"}}
+		case "PUT":
+			return operation{"CreateBucket", "s3:CreateBucket", AccessAdmin, []string{"x-id"}}
+		case "DELETE":
+			return operation{"DeleteBucket", "s3:DeleteBucket", AccessAdmin, []string{"x-id"}}
+		}
+	case "location":
+		if method == "GET" {
+			return operation{"GetBucketLocation", "s3:GetBucketLocation", AccessList, []string{"x-id"}}
+		}
+	case "delete":
+		if method == "POST" {
+			return operation{"DeleteObjects", "s3:DeleteObject", AccessDelete, []string{"x-id"}}
+		}
+	default:
+		if op, ok := bucketSubresources[marker][method]; ok {
+			op.access = AccessAdmin
+			op.params = append([]string{"x-id"}, op.params...)
+			return op
+		}
+	}
+	return unknownOp
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// isListOperation reports operations whose resource is a prefix, not a key.
+func isListOperation(name string) bool {
+	return strings.HasPrefix(name, "ListObjects") || name == "ListMultipartUploads" || name == "ListObjectVersions"
+}

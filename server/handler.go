@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/remotesign"
+	"github.com/countersign/countersign/s3req"
+	"github.com/countersign/countersign/signer"
+)
+
+// Classifier understands which S3 operation on which objects a sign request
+// describes (implemented by *s3req.Classifier).
+type Classifier interface {
+	Classify(*remotesign.Request) (*s3req.Request, error)
+}
+
+// Authorizer decides one object of a request. Signing happens only after it
+// allowed every target. An error means no decision could be made; the
+// request is then refused (fail closed), never signed.
+type Authorizer interface {
+	Authorize(ctx context.Context, in *policy.Input) (policy.Decision, error)
+}
+
+// Signer signs a classified request with countersign's credentials
+// (implemented by *signer.Signer).
+type Signer interface {
+	Sign(ctx context.Context, r *s3req.Request) (*signer.Signed, error)
+}
+
+// Options configures the sign handler.
+type Options struct {
+	// BasePaths are the path prefixes the sign routes are served under, in
+	// addition to the root. "/catalog" serves /catalog/v1/aws/s3/sign.
+	BasePaths []string
+	// CacheableReads answers reads with "Cache-Control: private", which lets
+	// Iceberg's Java client reuse the signature for 30 s, keyed by method,
+	// region and URI only — not by principal — and skip countersign's
+	// policy and audit for those re-reads. Only for single-principal engines.
+	CacheableReads bool
+	// Limits bounds the decoded sign request.
+	Limits remotesign.Limits
+}
+
+// Handler serves the sign routes: decode, classify, authorize every object,
+// sign, answer. Each stage is a narrow interface wired by cmd/countersign.
+type Handler struct {
+	classifier Classifier
+	authorizer Authorizer
+	signer     Signer
+	opts       Options
+	log        *slog.Logger
+	decoders   sync.Pool
+}
+
+// NewHandler wires the stages. None may be nil: there is no default
+// authorizer, so nothing is signed without an explicit decision.
+func NewHandler(c Classifier, a Authorizer, s Signer, opts Options, log *slog.Logger) (*Handler, error) {
+	if c == nil || a == nil || s == nil {
+		return nil, errors.New("server: classifier, authorizer and signer are all required")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts.BasePaths = normalizeBasePaths(opts.BasePaths)
+	h := &Handler{classifier: c, authorizer: a, signer: s, opts: opts, log: log}
+	h.decoders.New = func() any { return new(remotesign.Decoder) }
+	return h, nil
+}
+
+func normalizeBasePaths(in []string) []string {
+	out := []string{""}
+	for _, p := range in {
+		for len(p) > 0 && p[len(p)-1] == '/' {
+			p = p[:len(p)-1]
+		}
+		if p == "" {
+			continue
+		}
+		if p[0] != '/' {
+			p = "/" + p
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// serveSign handles one POST to a sign route.
+func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
+	dec := h.decoders.Get().(*remotesign.Decoder)
+	in, err := dec.Decode(ctx.PostBody(), h.opts.Limits)
+	h.decoders.Put(dec)
+	if err != nil {
+		writeError(ctx, http.StatusBadRequest, err.Error(), 0)
+		return
+	}
+
+	req, err := h.classifier.Classify(in)
+	if err != nil {
+		var ce *s3req.Error
+		if errors.As(err, &ce) {
+			writeError(ctx, ce.Status, ce.Msg, 0)
+			return
+		}
+		writeError(ctx, http.StatusBadRequest, err.Error(), 0)
+		return
+	}
+
+	if status, msg := h.authorize(ctx, rt, req, ctx.RemoteIP().String()); status != http.StatusOK {
+		retry := 0
+		if status == http.StatusServiceUnavailable {
+			retry = 1
+		}
+		writeError(ctx, status, msg, retry)
+		return
+	}
+
+	signed, err := h.signer.Sign(ctx, req)
+	if err != nil {
+		if errors.Is(err, signer.ErrCredentials) {
+			h.log.Error("signing credentials unavailable", "err", err)
+			writeError(ctx, http.StatusServiceUnavailable, "signing credentials are unavailable", 1)
+			return
+		}
+		writeError(ctx, http.StatusBadRequest, err.Error(), 0)
+		return
+	}
+
+	cache := "no-cache"
+	if h.opts.CacheableReads && readOnly(req) {
+		cache = "private"
+	}
+	ctx.SetStatusCode(http.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", cache)
+	ctx.SetBody(remotesign.AppendResult(ctx.Response.Body()[:0], in.URI, signed.Headers))
+}
+
+// authorize asks the authorizer about every target. One denial denies the
+// whole request, and the answer names the operation and object, never the
+// policy's internals.
+func (h *Handler) authorize(ctx context.Context, rt route, req *s3req.Request, sourceIP string) (int, string) {
+	var copySource *policy.Resource
+	for i := range req.Targets {
+		if t := &req.Targets[i]; t.Role == "copy-source" {
+			copySource = &policy.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN()}
+		}
+	}
+	for i := range req.Targets {
+		t := &req.Targets[i]
+		in := buildInput(rt, req, t)
+		in.CopySource = copySource
+		in.Source.IP = sourceIP
+		d, err := h.authorizer.Authorize(ctx, in)
+		if err != nil {
+			h.log.Error("policy evaluation failed", "err", err, "operation", t.Operation, "bucket", t.Bucket)
+			return http.StatusServiceUnavailable, "policy evaluation is unavailable; nothing was signed"
+		}
+		if !d.Allow {
+			return http.StatusForbidden, deniedMessage(t)
+		}
+	}
+	return http.StatusOK, ""
+}
+
+func deniedMessage(t *s3req.Target) string {
+	obj := t.ARN()
+	if t.Prefix != nil {
+		obj = fmt.Sprintf("%s (prefix %q)", obj, *t.Prefix)
+	}
+	if t.Role == "copy-source" {
+		return fmt.Sprintf("access denied: %s (read of copy source %s)", t.Operation, obj)
+	}
+	return fmt.Sprintf("access denied: %s on %s", t.Operation, obj)
+}
+
+// readOnly reports whether every target of the request is a read.
+func readOnly(r *s3req.Request) bool {
+	for i := range r.Targets {
+		if r.Targets[i].Access != s3req.AccessRead {
+			return false
+		}
+	}
+	return len(r.Targets) > 0
+}
+
+func buildInput(rt route, req *s3req.Request, t *s3req.Target) *policy.Input {
+	in := &policy.Input{
+		Version:   policy.InputVersion,
+		Operation: t.Operation,
+		Action:    t.Action,
+		Access:    string(t.Access),
+		Resource:  policy.Resource{Bucket: t.Bucket, Key: t.Key, Prefix: t.Prefix, ARN: t.ARN()},
+		Table:     rt.table,
+		Request: policy.Request{
+			Method:  req.Method,
+			Region:  req.Region,
+			Host:    req.Host,
+			Headers: lowerHeaders(req.Headers),
+		},
+	}
+	return in
+}
+
+// lowerHeaders flattens the client's headers for the policy: lower-case
+// names, multiple values joined with ", " as HTTP does.
+func lowerHeaders(h remotesign.Headers) map[string]string {
+	m := make(map[string]string, len(h))
+	for i := range h {
+		v := ""
+		for j, s := range h[i].Values {
+			if j > 0 {
+				v += ", "
+			}
+			v += s
+		}
+		m[asciiLower(h[i].Name)] = v
+	}
+	return m
+}
+
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}

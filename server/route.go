@@ -1,0 +1,118 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/countersign/countersign/policy"
+)
+
+// route is what the URL path of a sign request says: which protocol
+// variant, and for the per-table route, which table.
+type route struct {
+	name  string        // metric/log label: "legacy" or "table"
+	table *policy.Table // nil on the legacy route
+}
+
+const namespaceSeparator = "\x1f" // Iceberg joins multi-level namespaces with %1F
+
+// matchSignRoute recognizes, under any of the configured base paths:
+//
+//	/v1/aws/s3/sign                                      (legacy, Iceberg <= 1.10, PyIceberg)
+//	/v1/namespaces/{namespace}/tables/{table}/sign       (Iceberg 1.11)
+//	/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign
+//
+// rawPath is the path as received, still percent-encoded, so that an
+// encoded '/' inside a segment cannot shift the segments.
+func matchSignRoute(rawPath string, basePaths []string) (route, bool) {
+	for _, base := range basePaths {
+		rest, ok := strings.CutPrefix(rawPath, base)
+		if !ok {
+			continue
+		}
+		if r, ok := matchV1(rest); ok {
+			return r, true
+		}
+	}
+	return route{}, false
+}
+
+func matchV1(p string) (route, bool) {
+	if p == "/v1/aws/s3/sign" {
+		return route{name: "legacy"}, true
+	}
+	rest, ok := strings.CutPrefix(p, "/v1/")
+	if !ok {
+		return route{}, false
+	}
+	segs := strings.Split(rest, "/")
+	var prefix string
+	switch {
+	case len(segs) == 5:
+	case len(segs) == 6:
+		prefix, segs = segs[0], segs[1:]
+	default:
+		return route{}, false
+	}
+	if segs[0] != "namespaces" || segs[2] != "tables" || segs[4] != "sign" {
+		return route{}, false
+	}
+	t := &policy.Table{}
+	var ok1, ok2, ok3 bool
+	if prefix != "" {
+		t.Prefix, ok1 = unescapeSegment(prefix)
+	} else {
+		ok1 = true
+	}
+	ns, ok2 := unescapeSegment(segs[1])
+	t.Name, ok3 = unescapeSegment(segs[3])
+	if !ok1 || !ok2 || !ok3 || ns == "" || t.Name == "" {
+		return route{}, false
+	}
+	t.Namespace = strings.Split(ns, namespaceSeparator)
+	for _, level := range t.Namespace {
+		if level == "" {
+			return route{}, false
+		}
+	}
+	return route{name: "table", table: t}, true
+}
+
+// unescapeSegment percent-decodes one path segment. Invalid escapes, control
+// characters other than the namespace separator, and '/' are refused.
+func unescapeSegment(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' {
+			if i+2 >= len(s) {
+				return "", false
+			}
+			hi, lo := fromHex(s[i+1]), fromHex(s[i+2])
+			if hi < 0 || lo < 0 {
+				return "", false
+			}
+			c = byte(hi<<4 | lo)
+			i += 2
+		}
+		if c == '/' || (c < 0x20 && c != 0x1f) || c == 0x7f {
+			return "", false
+		}
+		b = append(b, c)
+	}
+	return string(b), true
+}
+
+func fromHex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}

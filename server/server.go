@@ -1,0 +1,157 @@
+// Package server is countersign's HTTP front: fasthttp routes for Iceberg's
+// remote-signing protocol, health endpoints, and the wiring of the signing
+// pipeline's stages.
+package server
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Config is the HTTP listener's configuration.
+type Config struct {
+	// MaxBodyBytes caps a sign request body (default 1 MiB + 64 KiB, enough
+	// for a maximal DeleteObjects body as JSON).
+	MaxBodyBytes int
+	// ReadTimeout, WriteTimeout and IdleTimeout bound slow clients.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConcurrency caps requests served at once (fasthttp answers 503
+	// beyond it).
+	MaxConcurrency int
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1<<20 + 64<<10
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 10 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+	if c.MaxConcurrency <= 0 {
+		c.MaxConcurrency = 4096
+	}
+}
+
+// ReadinessCheck reports why the server cannot serve, or nil when it can.
+type ReadinessCheck func() error
+
+// Server serves the sign routes and /healthz, /readyz.
+type Server struct {
+	handler *Handler
+	ready   []ReadinessCheck
+	fast    *fasthttp.Server
+	closing atomic.Bool
+}
+
+// New builds a Server around a sign handler.
+func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
+	cfg.setDefaults()
+	s := &Server{handler: h, ready: ready}
+	s.fast = &fasthttp.Server{
+		Name:                          "countersign",
+		Handler:                       s.serve,
+		ErrorHandler:                  s.serveTransportError,
+		MaxRequestBodySize:            cfg.MaxBodyBytes,
+		ReadTimeout:                   cfg.ReadTimeout,
+		WriteTimeout:                  cfg.WriteTimeout,
+		IdleTimeout:                   cfg.IdleTimeout,
+		Concurrency:                   cfg.MaxConcurrency,
+		DisablePreParseMultipartForm:  true,
+		NoDefaultServerHeader:         true,
+		NoDefaultDate:                 true,
+		DisableHeaderNamesNormalizing: false,
+		ReadBufferSize:                8 << 10,
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.fast.Serve(ln)
+}
+
+// Shutdown stops accepting, waits for in-flight requests, then returns.
+func (s *Server) Shutdown() error {
+	s.closing.Store(true)
+	return s.fast.Shutdown()
+}
+
+// Handler returns the fasthttp handler, for tests and embedding.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
+
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.URI().PathOriginal())
+	switch path {
+	case "/healthz":
+		ctx.SetContentType("text/plain; charset=utf-8")
+		ctx.SetBodyString("ok\n")
+		return
+	case "/readyz":
+		s.serveReady(ctx)
+		return
+	}
+	rt, ok := matchSignRoute(path, s.handler.opts.BasePaths)
+	if !ok {
+		writeError(ctx, http.StatusNotFound, "no route for "+truncate(path)+"; sign routes are POST /v1/aws/s3/sign and POST /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/sign", 0)
+		return
+	}
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", "POST")
+		writeError(ctx, http.StatusMethodNotAllowed, "sign routes accept POST only", 0)
+		return
+	}
+	s.handler.serveSign(ctx, rt)
+}
+
+func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("text/plain; charset=utf-8")
+	if s.closing.Load() {
+		ctx.SetStatusCode(http.StatusServiceUnavailable)
+		ctx.SetBodyString("shutting down\n")
+		return
+	}
+	for _, check := range s.ready {
+		if err := check(); err != nil {
+			ctx.SetStatusCode(http.StatusServiceUnavailable)
+			ctx.SetBodyString("not ready: " + err.Error() + "\n")
+			return
+		}
+	}
+	ctx.SetBodyString("ready\n")
+}
+
+// serveTransportError answers errors fasthttp detects before routing
+// (oversized or unparsable requests) in Iceberg's error model.
+func (s *Server) serveTransportError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, http.StatusRequestEntityTooLarge, "sign request body is larger than the configured limit", 0)
+	case isTimeout(err):
+		writeError(ctx, http.StatusRequestTimeout, "sign request was not received in time", 0)
+	default:
+		writeError(ctx, http.StatusBadRequest, "malformed HTTP request", 0)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

@@ -1,0 +1,685 @@
+// Package signer signs classified S3 requests with AWS SigV4 for the Iceberg
+// remote-signing protocol: it signs exactly the method, path, query and
+// headers the client will send, and returns the headers the client must add.
+//
+// The signer never returns a header the client sent with a different value
+// (clients restore or merge their own headers over the response), never signs
+// headers that legitimately change between attempts, and never lets the
+// signature or secret key leave the process except in the Authorization
+// header itself.
+package signer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/countersign/countersign/remotesign"
+	"github.com/countersign/countersign/s3req"
+)
+
+var (
+	// ErrCredentials means no usable signing credentials could be obtained.
+	// Signing fails closed; callers answer 503. Messages never carry secrets.
+	ErrCredentials = errors.New("signer: signing credentials unavailable")
+
+	// ErrBadRequest means the request description cannot be signed as given
+	// (callers answer 400). The message names the offending part.
+	ErrBadRequest = errors.New("signer: request cannot be signed")
+
+	// ErrBadDate is a client-supplied x-amz-date that does not parse or is
+	// too far from the signer's clock. It wraps ErrBadRequest.
+	ErrBadDate = fmt.Errorf("%w: invalid x-amz-date", ErrBadRequest)
+)
+
+// Other errors from Sign (for example an inconsistent s3req.Request) are
+// internal errors.
+
+const (
+	// DefaultMaxClockSkew bounds how far a client-supplied x-amz-date may be
+	// from the signer's clock.
+	DefaultMaxClockSkew = 5 * time.Minute
+
+	amzDateLayout = "20060102T150405Z"
+	service       = "s3"
+	algorithm     = "AWS4-HMAC-SHA256"
+
+	// Header names the SDK signer writes (Go canonical spelling). The
+	// signer returns them in this spelling.
+	hdrAuthorization = "Authorization"
+	hdrAmzDate       = "X-Amz-Date"
+	hdrSecurityToken = "X-Amz-Security-Token"
+	// x-amz-content-sha256 is added in the lower-case spelling AWS SDKs use.
+	hdrContentSHA256 = "x-amz-content-sha256"
+)
+
+// headerKind says what the signer does with a client header.
+type headerKind uint8
+
+const (
+	kindSigned        headerKind = iota // signed and echoed
+	kindUnsigned                        // echoed, not signed
+	kindPreSigned                       // the client must not send it: error
+	kindDate                            // x-amz-date: sign with it if valid
+	kindHost                            // must match the URI's host
+	kindContentLength                   // signed through http.Request.ContentLength
+	kindContentSHA256                   // must equal Request.ContentSHA256
+)
+
+// headerRules is the one place that decides which client headers are not
+// signed as ordinary headers. Names are lower-case; matching ignores case.
+// Every header not listed here (and not amz-sdk-*) is signed.
+var headerRules = [...]struct {
+	name string
+	kind headerKind
+}{
+	// Unsigned, because they legitimately differ between the signed request
+	// and the one that reaches S3:
+	// - range: Java caches a signed response per (method, region, uri) and
+	//   reuses it for other ranges of the same object; readers also split or
+	//   resume ranges on retry.
+	{"range", kindUnsigned},
+	// - user-agent: HTTP stacks and proxies append to or rewrite it.
+	{"user-agent", kindUnsigned},
+	// - expect: HTTP clients add or drop "100-continue" on their own.
+	{"expect", kindUnsigned},
+	// - x-amzn-trace-id: tracing (X-Ray, Lambda) injects it after signing.
+	{"x-amzn-trace-id", kindUnsigned},
+	// - hop-by-hop headers (RFC 9110 7.6.1, RFC 2616 13.5.1): proxies and
+	//   the HTTP client's connection management consume or rewrite them.
+	{"connection", kindUnsigned},
+	{"keep-alive", kindUnsigned},
+	{"proxy-connection", kindUnsigned},
+	{"proxy-authorization", kindUnsigned},
+	{"te", kindUnsigned},
+	{"transfer-encoding", kindUnsigned},
+	{"upgrade", kindUnsigned},
+	// (amz-sdk-invocation-id, amz-sdk-request, amz-sdk-retry and any other
+	// amz-sdk-* header change on every attempt: see unsignedPrefix.)
+
+	// Owned by the signer. A client that sends these tried to sign the
+	// request itself; returning our value would change a header it sent.
+	{"authorization", kindPreSigned},
+	{"x-amz-security-token", kindPreSigned},
+	// Signed, with special handling.
+	{"x-amz-date", kindDate},
+	{"host", kindHost},
+	{"content-length", kindContentLength},
+	{"x-amz-content-sha256", kindContentSHA256},
+}
+
+// unsignedPrefix marks the AWS SDK retry-bookkeeping headers
+// (amz-sdk-invocation-id, amz-sdk-request: attempt=N; max=M, amz-sdk-retry):
+// they change on every attempt, so they are never signed.
+const unsignedPrefix = "amz-sdk-"
+
+func classify(name string) headerKind {
+	if len(name) >= len(unsignedPrefix) && strings.EqualFold(name[:len(unsignedPrefix)], unsignedPrefix) {
+		return kindUnsigned
+	}
+	for i := range headerRules {
+		if len(headerRules[i].name) == len(name) && strings.EqualFold(headerRules[i].name, name) {
+			return headerRules[i].kind
+		}
+	}
+	return kindSigned
+}
+
+// Options configures a Signer. The zero value is usable.
+type Options struct {
+	// Now returns the current time; nil means time.Now. For tests.
+	Now func() time.Time
+	// MaxClockSkew bounds how far a client-supplied x-amz-date may be from
+	// Now. Zero or negative means DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
+}
+
+// Signer signs S3 requests with SigV4. It is safe for concurrent use.
+type Signer struct {
+	creds   aws.CredentialsProvider
+	v4      *v4.Signer
+	now     func() time.Time
+	maxSkew time.Duration
+	pool    sync.Pool // *state
+
+	// onCanonical, when set (tests only), receives every canonical request.
+	onCanonical func(canonical string)
+}
+
+// Signed is a signed request.
+type Signed struct {
+	// Headers is what to return to the client: every client header echoed
+	// unchanged, in the client's order and spelling, followed by the headers
+	// the signer added: Authorization, X-Amz-Date (unless the client sent
+	// x-amz-date), X-Amz-Security-Token (session credentials) and
+	// x-amz-content-sha256 (when Request.AddContentSHA256).
+	Headers remotesign.Headers
+
+	// For audit. None of these is secret; the signature itself is never
+	// exposed here (a signed request is a bearer credential for minutes).
+	AccessKeyID            string
+	CredentialScope        string   // e.g. "20261130/us-east-1/s3/aws4_request"
+	AmzDate                string   // e.g. "20261130T120000Z"
+	SignedHeaders          []string // lower-case, sorted
+	SignatureSHA256        string   // hex SHA-256 of the hex signature
+	CanonicalRequestSHA256 string   // hex SHA-256 of the canonical request
+}
+
+// New returns a Signer that signs with the credentials from creds (use
+// NewCredentials). It panics if creds is nil: that is a wiring error.
+func New(creds aws.CredentialsProvider, opts Options) *Signer {
+	if creds == nil {
+		panic("signer.New: nil credentials provider")
+	}
+	s := &Signer{
+		creds: creds,
+		v4: v4.NewSigner(func(o *v4.SignerOptions) {
+			// S3 canonical URIs are the request path as sent, not escaped
+			// a second time.
+			o.DisableURIPathEscaping = true
+		}),
+		now:     opts.Now,
+		maxSkew: opts.MaxClockSkew,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.maxSkew <= 0 {
+		s.maxSkew = DefaultMaxClockSkew
+	}
+	s.pool.New = func() any { return newState() }
+	return s
+}
+
+// state is the per-call scratch space, pooled to keep the hot path lean.
+type state struct {
+	req       http.Request
+	url       url.URL
+	hdr       http.Header
+	sha       [1]string // value slice for an added x-amz-content-sha256
+	buf       []byte
+	opts      func(*v4.SignerOptions)
+	canonical string
+	toSign    string
+}
+
+func newState() *state {
+	st := &state{hdr: make(http.Header, 16), buf: make([]byte, 0, 128)}
+	st.opts = func(o *v4.SignerOptions) {
+		// The SDK hands the canonical request and string to sign only to
+		// its signing logger; st captures them (no formatting, no output)
+		// for the audit hash and for tests.
+		o.LogSigning = true
+		o.Logger = st
+	}
+	return st
+}
+
+// Logf implements logging.Logger for the SDK's LogSigning output: the
+// arguments are the canonical request, the string to sign and a presign URL
+// message.
+func (st *state) Logf(_ logging.Classification, _ string, v ...any) {
+	if len(v) >= 2 {
+		st.canonical, _ = v[0].(string)
+		st.toSign, _ = v[1].(string)
+	}
+}
+
+func (s *Signer) release(st *state) {
+	clear(st.hdr)
+	st.req = http.Request{}
+	st.url = url.URL{}
+	st.sha[0] = ""
+	st.canonical, st.toSign = "", ""
+	s.pool.Put(st)
+}
+
+// Sign signs r with SigV4 for service "s3" in r.Region. See Signed for what
+// is returned. Errors wrap ErrBadRequest (the request cannot be signed as
+// described), ErrCredentials (no usable credentials), or are internal.
+func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
+	if err := validateRequest(r); err != nil {
+		return nil, err
+	}
+	if r.ContentSHA256 == "" {
+		return nil, errors.New("signer: internal: request has no ContentSHA256")
+	}
+	now := s.now()
+
+	st := s.pool.Get().(*state)
+	defer s.release(st)
+	hdr := st.hdr
+
+	var (
+		host          = canonicalHost(r.Scheme, r.Host)
+		clientDate    string // the client's x-amz-date, if sent
+		contentLength int64
+		sawSHA256     bool
+	)
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		if err := validateHeader(h); err != nil {
+			return nil, err
+		}
+		switch classify(h.Name) {
+		case kindUnsigned:
+			continue
+		case kindPreSigned:
+			return nil, fmt.Errorf("%w: the request already has header %q; countersign signs requests itself and clients must not pre-sign them", ErrBadRequest, h.Name)
+		case kindDate:
+			v, err := single(h)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBadDate, err)
+			}
+			t, ok := parseAmzDate(v)
+			if !ok {
+				return nil, fmt.Errorf("%w: header %q value %q is not of the form YYYYMMDDTHHMMSSZ", ErrBadDate, h.Name, v)
+			}
+			if d := absDuration(t.Sub(now)); d > s.maxSkew {
+				return nil, fmt.Errorf("%w: header %q value %q is %s away from the signer's clock (at most %s allowed)", ErrBadDate, h.Name, v, d.Round(time.Second), s.maxSkew)
+			}
+			clientDate = v
+			// Not put into hdr: the SDK writes X-Amz-Date from the signing
+			// time, which is the same value.
+		case kindHost:
+			v, err := single(h)
+			if err != nil {
+				return nil, err
+			}
+			if !strings.EqualFold(v, host) {
+				if strings.EqualFold(v, r.Host) {
+					// The SDK signs the host without the scheme's
+					// default port; the wire would carry it.
+					return nil, fmt.Errorf("%w: header %q value %q carries the scheme's default port; send %q", ErrBadRequest, h.Name, v, host)
+				}
+				return nil, fmt.Errorf("%w: header %q value %q does not match the URI's host %q", ErrBadRequest, h.Name, v, host)
+			}
+			host = v // sign the spelling the client will send
+		case kindContentLength:
+			v, err := single(h)
+			if err != nil {
+				return nil, err
+			}
+			n, perr := strconv.ParseUint(v, 10, 63)
+			if perr != nil {
+				return nil, fmt.Errorf("%w: header %q value %q is not a valid length", ErrBadRequest, h.Name, v)
+			}
+			// The SDK signs content-length from the request's
+			// ContentLength (when > 0), not from the header map.
+			contentLength = int64(n)
+		case kindContentSHA256:
+			v, err := single(h)
+			if err != nil {
+				return nil, err
+			}
+			if r.AddContentSHA256 || v != r.ContentSHA256 {
+				return nil, fmt.Errorf("signer: internal: header %q disagrees with the request's payload hash", h.Name)
+			}
+			sawSHA256 = true
+			hdr[h.Name] = h.Values[:1:1]
+		default:
+			if len(h.Values) == 0 {
+				continue // a header without values is not sent at all
+			}
+			// Capacity capped so that nothing the SDK appends can write
+			// into the client's slice.
+			hdr[h.Name] = h.Values[:len(h.Values):len(h.Values)]
+		}
+	}
+	if r.AddContentSHA256 {
+		st.sha[0] = r.ContentSHA256
+		hdr[hdrContentSHA256] = st.sha[:]
+	} else if !sawSHA256 {
+		return nil, errors.New("signer: internal: request says the client sent x-amz-content-sha256, but it did not")
+	}
+
+	signTime := now
+	if clientDate != "" {
+		signTime, _ = parseAmzDate(clientDate)
+	}
+
+	creds, err := s.creds.Retrieve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCredentials, err)
+	}
+	if !creds.HasKeys() {
+		return nil, fmt.Errorf("%w: the provider returned no access key", ErrCredentials)
+	}
+	if creds.CanExpire && !creds.Expires.After(now) {
+		return nil, fmt.Errorf("%w: credentials for access key %s expired at %s", ErrCredentials, creds.AccessKeyID, creds.Expires.UTC().Format(time.RFC3339))
+	}
+
+	st.url = url.URL{
+		Scheme:   r.Scheme,
+		Host:     r.Host,
+		Opaque:   opaquePath(r.Host, r.RawPath),
+		RawQuery: r.RawQuery,
+	}
+	st.req = http.Request{
+		Method:        r.Method,
+		URL:           &st.url,
+		Header:        hdr,
+		Host:          host,
+		ContentLength: contentLength,
+	}
+	if err := s.v4.SignHTTP(ctx, creds, &st.req, r.ContentSHA256, service, r.Region, signTime, st.opts); err != nil {
+		return nil, fmt.Errorf("signer: SigV4: %w", err)
+	}
+	if s.onCanonical != nil {
+		s.onCanonical(st.canonical)
+	}
+	return s.result(r, st, creds, clientDate)
+}
+
+// result assembles Signed from the SDK's output in st.hdr.
+func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clientDate string) (*Signed, error) {
+	auth := first(st.hdr[hdrAuthorization])
+	amzDate := first(st.hdr[hdrAmzDate])
+	if clientDate != "" && amzDate != clientDate {
+		return nil, fmt.Errorf("signer: internal: signed with x-amz-date %q, client sent %q", amzDate, clientDate)
+	}
+	scope, signedHeaders, signature, ok := parseAuthorization(auth, creds.AccessKeyID)
+	if !ok {
+		return nil, errors.New("signer: internal: unexpected Authorization header from the SigV4 signer")
+	}
+	// The last line of the string to sign is the hex SHA-256 of the
+	// canonical request. Audit needs it, so its absence is an error.
+	crHash := st.toSign[strings.LastIndexByte(st.toSign, '\n')+1:]
+	if len(crHash) != sha256.Size*2 || !strings.HasPrefix(st.toSign, algorithm+"\n") {
+		return nil, errors.New("signer: internal: could not capture the canonical request hash from the SigV4 signer")
+	}
+
+	sum := sha256.Sum256(append(st.buf[:0], signature...))
+	st.buf = hex.AppendEncode(st.buf[:0], sum[:])
+
+	out := &Signed{
+		AccessKeyID:            creds.AccessKeyID,
+		CredentialScope:        scope,
+		AmzDate:                amzDate,
+		SignedHeaders:          strings.Split(signedHeaders, ";"),
+		SignatureSHA256:        string(st.buf),
+		CanonicalRequestSHA256: crHash,
+	}
+
+	hs := make(remotesign.Headers, len(r.Headers), len(r.Headers)+4)
+	copy(hs, r.Headers)
+	vals := make([]string, 0, 4) // one backing array for the added values
+	add := func(name, value string) {
+		vals = append(vals, value)
+		hs = append(hs, remotesign.Header{Name: name, Values: vals[len(vals)-1 : len(vals) : len(vals)]})
+	}
+	add(hdrAuthorization, auth)
+	if clientDate == "" {
+		add(hdrAmzDate, amzDate)
+	}
+	if creds.SessionToken != "" {
+		add(hdrSecurityToken, creds.SessionToken)
+	}
+	if r.AddContentSHA256 {
+		add(hdrContentSHA256, r.ContentSHA256)
+	}
+	out.Headers = hs
+	return out, nil
+}
+
+// parseAuthorization splits the SDK's
+// "AWS4-HMAC-SHA256 Credential=AKID/SCOPE, SignedHeaders=H, Signature=SIG".
+func parseAuthorization(auth, accessKeyID string) (scope, signedHeaders, signature string, ok bool) {
+	rest, ok := strings.CutPrefix(auth, algorithm+" Credential="+accessKeyID+"/")
+	if !ok {
+		return "", "", "", false
+	}
+	scope, rest, ok1 := strings.Cut(rest, ", SignedHeaders=")
+	signedHeaders, signature, ok2 := strings.Cut(rest, ", Signature=")
+	if !ok1 || !ok2 || scope == "" || signedHeaders == "" || len(signature) != sha256.Size*2 {
+		return "", "", "", false
+	}
+	return scope, signedHeaders, signature, true
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// single returns the one value of a header the signer interprets.
+func single(h *remotesign.Header) (string, error) {
+	if len(h.Values) != 1 {
+		return "", fmt.Errorf("%w: header %q must have exactly one value (has %d)", ErrBadRequest, h.Name, len(h.Values))
+	}
+	return h.Values[0], nil
+}
+
+// parseAmzDate parses exactly YYYYMMDDTHHMMSSZ. The shape check matters:
+// time.Parse alone would also accept fractional seconds, and the signature
+// must be computed over the very string the client sends.
+func parseAmzDate(v string) (time.Time, bool) {
+	if len(v) != len(amzDateLayout) || v[8] != 'T' || v[15] != 'Z' {
+		return time.Time{}, false
+	}
+	for i := 0; i < 15; i++ {
+		if i != 8 && (v[i] < '0' || v[i] > '9') {
+			return time.Time{}, false
+		}
+	}
+	t, err := time.Parse(amzDateLayout, v)
+	return t, err == nil
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// canonicalHost is the Host header an HTTP client sends for the URI's
+// host[:port]: the default port of the scheme is dropped (as Go, Java and
+// botocore do), anything else is kept. Unlike the SDK's own sanitizing, an
+// IPv6 literal keeps its brackets.
+func canonicalHost(scheme, host string) string {
+	var def string
+	switch {
+	case strings.EqualFold(scheme, "https"):
+		def = ":443"
+	case strings.EqualFold(scheme, "http"):
+		def = ":80"
+	}
+	if def != "" && strings.HasSuffix(host, def) {
+		return host[:len(host)-len(def)]
+	}
+	return host
+}
+
+// opaquePath makes the SDK use rawPath byte for byte as the canonical URI:
+// it prefers URL.Opaque and takes the path from its first '/'. A path that
+// does not start with "//" can be used as is; otherwise (a key beginning with
+// '/') the "//host/path" form keeps the SDK from reading the leading "//" as a
+// scheme separator.
+func opaquePath(host, rawPath string) string {
+	if rawPath == "" || (rawPath[0] == '/' && (len(rawPath) == 1 || rawPath[1] != '/')) {
+		return rawPath // "" makes the SDK use "/"
+	}
+	return "//" + host + rawPath
+}
+
+// Character classes (RFC 3986, RFC 9110) for validating what is signed. The
+// signature is over these bytes exactly, so anything an HTTP client would
+// have to re-encode, or that the SDK would parse differently from S3, is
+// rejected rather than signed.
+var (
+	pathChars  [256]bool // pchar without '%', plus '/'
+	queryChars [256]bool // pchar without '%' and ';', plus '/' and '?'
+	tokenChars [256]bool // tchar
+	hostChars  [256]bool // reg-name / IP literal / port characters
+)
+
+func init() {
+	for c := 'a'; c <= 'z'; c++ {
+		for _, t := range []*[256]bool{&pathChars, &queryChars, &tokenChars, &hostChars} {
+			t[c] = true
+			t[c-'a'+'A'] = true
+		}
+	}
+	for c := '0'; c <= '9'; c++ {
+		for _, t := range []*[256]bool{&pathChars, &queryChars, &tokenChars, &hostChars} {
+			t[c] = true
+		}
+	}
+	for _, c := range "-._~!$&'()*+,;=:@/" {
+		pathChars[c] = true
+		queryChars[c] = true
+	}
+	// Go's url.ParseQuery (used by the SDK for the canonical query) drops
+	// pairs containing ';' silently; S3 would not.
+	queryChars[';'] = false
+	queryChars['?'] = true
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		tokenChars[c] = true
+	}
+	for _, c := range "-._~:[]" {
+		hostChars[c] = true
+	}
+}
+
+func validateRequest(r *s3req.Request) error {
+	if r == nil {
+		return errors.New("signer: internal: nil request")
+	}
+	if r.Method == "" || !allIn(r.Method, &tokenChars) {
+		return fmt.Errorf("%w: invalid method %q", ErrBadRequest, r.Method)
+	}
+	if !validRegion(r.Region) {
+		return fmt.Errorf("%w: invalid region %q", ErrBadRequest, r.Region)
+	}
+	if !strings.EqualFold(r.Scheme, "https") && !strings.EqualFold(r.Scheme, "http") {
+		return fmt.Errorf("%w: scheme %q is not http or https", ErrBadRequest, r.Scheme)
+	}
+	if !validHost(r.Host) {
+		return fmt.Errorf("%w: invalid host %q", ErrBadRequest, r.Host)
+	}
+	if (r.RawPath != "" && r.RawPath[0] != '/') || !validEscaped(r.RawPath, &pathChars) {
+		return fmt.Errorf("%w: path %q is not a valid escaped URI path", ErrBadRequest, r.RawPath)
+	}
+	if !validEscaped(r.RawQuery, &queryChars) {
+		return fmt.Errorf("%w: query %q is not a valid escaped URI query", ErrBadRequest, r.RawQuery)
+	}
+	return nil
+}
+
+// validRegion accepts AWS regions and the names S3-compatible stores use;
+// nothing that could change the credential scope's structure.
+func validRegion(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost accepts host[:port] with a reg-name or bracketed IP literal and
+// an optional non-empty numeric port.
+func validHost(h string) bool {
+	if h == "" || !allIn(h, &hostChars) {
+		return false
+	}
+	hostPart, port := h, ""
+	if h[0] == '[' {
+		end := strings.IndexByte(h, ']')
+		if end < 0 {
+			return false
+		}
+		hostPart, port = h[:end+1], h[end+1:]
+		if port != "" {
+			if port[0] != ':' {
+				return false
+			}
+			port = port[1:]
+			if port == "" {
+				return false
+			}
+		}
+	} else if i := strings.IndexByte(h, ':'); i >= 0 {
+		hostPart, port = h[:i], h[i+1:]
+		if port == "" {
+			return false
+		}
+	}
+	if hostPart == "" || (h[0] != '[' && strings.ContainsAny(hostPart, "[]")) {
+		return false
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// validEscaped reports whether s consists of allowed characters and
+// well-formed %XX escapes.
+func validEscaped(s string, allowed *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' {
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return false
+			}
+			i += 2
+			continue
+		}
+		if !allowed[c] {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func allIn(s string, allowed *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !allowed[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// validateHeader rejects names that are not HTTP tokens and values with
+// control characters: neither can be sent on the wire as signed, and a line
+// break in a value would be ambiguous in the canonical request.
+func validateHeader(h *remotesign.Header) error {
+	if h.Name == "" || !allIn(h.Name, &tokenChars) {
+		return fmt.Errorf("%w: invalid header name %q", ErrBadRequest, h.Name)
+	}
+	for _, v := range h.Values {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+				return fmt.Errorf("%w: header %q has a control character in its value", ErrBadRequest, h.Name)
+			}
+		}
+	}
+	return nil
+}
