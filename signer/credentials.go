@@ -51,23 +51,23 @@ const redacted = "[REDACTED]"
 // redact SecretAccessKey, SessionToken and ExternalID, so it is safe to log.
 type CredentialsConfig struct {
 	// Source is "static", "default" or "assume-role". Empty means "default".
-	Source string
+	Source string `yaml:"source"`
 
 	// Static credentials (Source "static" only).
-	AccessKeyID     string
-	SecretAccessKey string
-	SessionToken    string
+	AccessKeyID     string `yaml:"access_key_id"`
+	SecretAccessKey string `yaml:"secret_access_key"`
+	SessionToken    string `yaml:"session_token"`
 
 	// STS AssumeRole (Source "assume-role" only). RoleSessionName defaults to
 	// "countersign", Duration to one hour.
-	RoleARN         string
-	ExternalID      string
-	RoleSessionName string
-	Duration        time.Duration
+	RoleARN         string        `yaml:"role_arn"`
+	ExternalID      string        `yaml:"external_id"`
+	RoleSessionName string        `yaml:"role_session_name"`
+	Duration        time.Duration `yaml:"duration"`
 
 	// Region for the default chain and STS (Source "default" or
 	// "assume-role"); empty means the region from the AWS environment.
-	Region string
+	Region string `yaml:"region"`
 }
 
 // NewCredentials builds the credentials provider described by cfg. The

@@ -279,16 +279,16 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 		case kindPreSigned:
 			return nil, fmt.Errorf("%w: the request already has header %q; countersign signs requests itself and clients must not pre-sign them", ErrBadRequest, h.Name)
 		case kindDate:
-			v, err := single(h)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrBadDate, err)
+			if len(h.Values) != 1 {
+				return nil, fmt.Errorf("%w: header %q must have exactly one value (has %d)", ErrBadDate, h.Name, len(h.Values))
 			}
+			v := h.Values[0]
 			t, ok := parseAmzDate(v)
 			if !ok {
-				return nil, fmt.Errorf("%w: header %q value %q is not of the form YYYYMMDDTHHMMSSZ", ErrBadDate, h.Name, v)
+				return nil, fmt.Errorf("%w: header %q value %q is not of the form YYYYMMDDTHHMMSSZ", ErrBadDate, h.Name, clip(v))
 			}
 			if d := absDuration(t.Sub(now)); d > s.maxSkew {
-				return nil, fmt.Errorf("%w: header %q value %q is %s away from the signer's clock (at most %s allowed)", ErrBadDate, h.Name, v, d.Round(time.Second), s.maxSkew)
+				return nil, fmt.Errorf("%w: header %q value %q is %s away from the signer's clock (at most %s allowed)", ErrBadDate, h.Name, clip(v), d.Round(time.Second), s.maxSkew)
 			}
 			clientDate = v
 			// Not put into hdr: the SDK writes X-Amz-Date from the signing
@@ -302,9 +302,9 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 				if strings.EqualFold(v, r.Host) {
 					// The SDK signs the host without the scheme's
 					// default port; the wire would carry it.
-					return nil, fmt.Errorf("%w: header %q value %q carries the scheme's default port; send %q", ErrBadRequest, h.Name, v, host)
+					return nil, fmt.Errorf("%w: header %q value %q carries the scheme's default port; send %q", ErrBadRequest, h.Name, clip(v), host)
 				}
-				return nil, fmt.Errorf("%w: header %q value %q does not match the URI's host %q", ErrBadRequest, h.Name, v, host)
+				return nil, fmt.Errorf("%w: header %q value %q does not match the URI's host %q", ErrBadRequest, h.Name, clip(v), host)
 			}
 			host = v // sign the spelling the client will send
 		case kindContentLength:
@@ -314,7 +314,7 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 			}
 			n, perr := strconv.ParseUint(v, 10, 63)
 			if perr != nil {
-				return nil, fmt.Errorf("%w: header %q value %q is not a valid length", ErrBadRequest, h.Name, v)
+				return nil, fmt.Errorf("%w: header %q value %q is not a valid length", ErrBadRequest, h.Name, clip(v))
 			}
 			// The SDK signs content-length from the request's
 			// ContentLength (when > 0), not from the header map.
@@ -404,7 +404,13 @@ func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clie
 	sum := sha256.Sum256(append(st.buf[:0], signature...))
 	st.buf = hex.AppendEncode(st.buf[:0], sum[:])
 
-	out := &Signed{
+	// One allocation for the result and the values of the added headers.
+	box := &struct {
+		Signed
+		vals [4]string
+	}{}
+	out := &box.Signed
+	*out = Signed{
 		AccessKeyID:            creds.AccessKeyID,
 		CredentialScope:        scope,
 		AmzDate:                amzDate,
@@ -415,10 +421,11 @@ func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clie
 
 	hs := make(remotesign.Headers, len(r.Headers), len(r.Headers)+4)
 	copy(hs, r.Headers)
-	vals := make([]string, 0, 4) // one backing array for the added values
+	nv := 0
 	add := func(name, value string) {
-		vals = append(vals, value)
-		hs = append(hs, remotesign.Header{Name: name, Values: vals[len(vals)-1 : len(vals) : len(vals)]})
+		box.vals[nv] = value
+		hs = append(hs, remotesign.Header{Name: name, Values: box.vals[nv : nv+1 : nv+1]})
+		nv++
 	}
 	add(hdrAuthorization, auth)
 	if clientDate == "" {
@@ -437,10 +444,15 @@ func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clie
 // parseAuthorization splits the SDK's
 // "AWS4-HMAC-SHA256 Credential=AKID/SCOPE, SignedHeaders=H, Signature=SIG".
 func parseAuthorization(auth, accessKeyID string) (scope, signedHeaders, signature string, ok bool) {
-	rest, ok := strings.CutPrefix(auth, algorithm+" Credential="+accessKeyID+"/")
+	const prefix = algorithm + " Credential="
+	rest, ok := strings.CutPrefix(auth, prefix)
 	if !ok {
 		return "", "", "", false
 	}
+	if rest, ok = strings.CutPrefix(rest, accessKeyID); !ok || !strings.HasPrefix(rest, "/") {
+		return "", "", "", false
+	}
+	rest = rest[1:]
 	scope, rest, ok1 := strings.Cut(rest, ", SignedHeaders=")
 	signedHeaders, signature, ok2 := strings.Cut(rest, ", Signature=")
 	if !ok1 || !ok2 || scope == "" || signedHeaders == "" || len(signature) != sha256.Size*2 {
@@ -478,6 +490,15 @@ func parseAmzDate(v string) (time.Time, bool) {
 	}
 	t, err := time.Parse(amzDateLayout, v)
 	return t, err == nil
+}
+
+// clip shortens client-supplied text quoted in error messages.
+func clip(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
 }
 
 func absDuration(d time.Duration) time.Duration {
@@ -561,22 +582,22 @@ func validateRequest(r *s3req.Request) error {
 		return errors.New("signer: internal: nil request")
 	}
 	if r.Method == "" || !allIn(r.Method, &tokenChars) {
-		return fmt.Errorf("%w: invalid method %q", ErrBadRequest, r.Method)
+		return fmt.Errorf("%w: invalid method %q", ErrBadRequest, clip(r.Method))
 	}
 	if !validRegion(r.Region) {
-		return fmt.Errorf("%w: invalid region %q", ErrBadRequest, r.Region)
+		return fmt.Errorf("%w: invalid region %q", ErrBadRequest, clip(r.Region))
 	}
 	if !strings.EqualFold(r.Scheme, "https") && !strings.EqualFold(r.Scheme, "http") {
-		return fmt.Errorf("%w: scheme %q is not http or https", ErrBadRequest, r.Scheme)
+		return fmt.Errorf("%w: scheme %q is not http or https", ErrBadRequest, clip(r.Scheme))
 	}
 	if !validHost(r.Host) {
-		return fmt.Errorf("%w: invalid host %q", ErrBadRequest, r.Host)
+		return fmt.Errorf("%w: invalid host %q", ErrBadRequest, clip(r.Host))
 	}
 	if (r.RawPath != "" && r.RawPath[0] != '/') || !validEscaped(r.RawPath, &pathChars) {
-		return fmt.Errorf("%w: path %q is not a valid escaped URI path", ErrBadRequest, r.RawPath)
+		return fmt.Errorf("%w: path %q is not a valid escaped URI path", ErrBadRequest, clip(r.RawPath))
 	}
 	if !validEscaped(r.RawQuery, &queryChars) {
-		return fmt.Errorf("%w: query %q is not a valid escaped URI query", ErrBadRequest, r.RawQuery)
+		return fmt.Errorf("%w: query %q is not a valid escaped URI query", ErrBadRequest, clip(r.RawQuery))
 	}
 	return nil
 }
@@ -672,7 +693,7 @@ func allIn(s string, allowed *[256]bool) bool {
 // break in a value would be ambiguous in the canonical request.
 func validateHeader(h *remotesign.Header) error {
 	if h.Name == "" || !allIn(h.Name, &tokenChars) {
-		return fmt.Errorf("%w: invalid header name %q", ErrBadRequest, h.Name)
+		return fmt.Errorf("%w: invalid header name %q", ErrBadRequest, clip(h.Name))
 	}
 	for _, v := range h.Values {
 		for i := 0; i < len(v); i++ {
