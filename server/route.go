@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/policy"
 )
@@ -77,8 +78,9 @@ func matchV1(p string) (route, bool) {
 	return route{name: "table", table: t}, true
 }
 
-// unescapeSegment percent-decodes one path segment. Invalid escapes, control
-// characters other than the namespace separator, and '/' are refused.
+// unescapeSegment percent-decodes one path segment. Invalid escapes, invalid
+// UTF-8 and control characters other than the namespace separator are
+// refused. An encoded '/' is kept: segments were split before decoding.
 func unescapeSegment(s string) (string, bool) {
 	if s == "" {
 		return "", false
@@ -97,10 +99,13 @@ func unescapeSegment(s string) (string, bool) {
 			c = byte(hi<<4 | lo)
 			i += 2
 		}
-		if c == '/' || (c < 0x20 && c != 0x1f) || c == 0x7f {
+		if (c < 0x20 && c != 0x1f) || c == 0x7f {
 			return "", false
 		}
 		b = append(b, c)
+	}
+	if !utf8.Valid(b) {
+		return "", false
 	}
 	return string(b), true
 }

@@ -9,12 +9,6 @@ allow if {
 	input.access in {"read", "write", "delete", "list"}
 	input.resource.bucket == "lake"
 	not startswith(input.resource.key, "denied/")
-	not denied_copy_source
-}
-
-denied_copy_source if {
-	input.copy_source != null
-	input.copy_source.bucket != "lake"
 }
 
 reason := "admin operations are denied" if input.access == "admin"
