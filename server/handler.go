@@ -124,12 +124,18 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 
 	signed, err := h.signer.Sign(ctx, req)
 	if err != nil {
-		if errors.Is(err, signer.ErrCredentials) {
+		switch {
+		case errors.Is(err, signer.ErrCredentials):
 			h.log.Error("signing credentials unavailable", "err", err)
-			writeError(ctx, http.StatusServiceUnavailable, "signing credentials are unavailable", 1)
-			return
+			writeError(ctx, http.StatusServiceUnavailable, "signing credentials are unavailable; nothing was signed", 1)
+		case errors.Is(err, signer.ErrBadRequest):
+			writeError(ctx, http.StatusBadRequest, err.Error(), 0)
+		default:
+			// The classifier passed something the signer cannot sign: a bug,
+			// not the client's fault. Refuse, and say so in the log.
+			h.log.Error("signing failed", "err", err, "operation", req.Operation)
+			writeError(ctx, http.StatusInternalServerError, "internal error while signing; nothing was signed", 0)
 		}
-		writeError(ctx, http.StatusBadRequest, err.Error(), 0)
 		return
 	}
 
