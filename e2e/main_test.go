@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -26,7 +27,10 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		defer os.RemoveAll(dir)
 		countersignBin = filepath.Join(dir, "countersign")
-		if err := goBuild("..", countersignBin, "./cmd/countersign"); err != nil {
+		// COUNTERSIGN_E2E_BUILDFLAGS=-race runs the server under the race
+		// detector too (make e2e does).
+		flags := strings.Fields(os.Getenv("COUNTERSIGN_E2E_BUILDFLAGS"))
+		if err := goBuild("..", countersignBin, "./cmd/countersign", flags...); err != nil {
 			fmt.Fprintln(os.Stderr, "building countersign:", err)
 			return 1
 		}
@@ -45,8 +49,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func goBuild(moduleDir, out, pkg string) error {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+func goBuild(moduleDir, out, pkg string, flags ...string) error {
+	args := append([]string{"build", "-o", out}, flags...)
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = moduleDir
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()

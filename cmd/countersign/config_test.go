@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExampleConfigParses(t *testing.T) {
+	cfg, err := loadConfig("../../deploy/countersign.example.yaml", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen == "" || len(cfg.Endpoints) != 2 || !cfg.Endpoints[0].AWS || cfg.Credentials.Source != "default" {
+		t.Fatalf("unexpected config: %+v", cfg)
+	}
+	if err := cfg.validate(false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	cases := map[string]string{
+		"listen: x\nendpoint: []\n":                        "endpoint",
+		"listen: x\nlimits:\n  max_body: 3\n":              "max_body",
+		"listen: x\ncredentials:\n  secret: y\n":           "secret",
+		"listen: x\nendpoints:\n  - host: h\n    rgn: [a]": "rgn",
+	}
+	for text, key := range cases {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		os.WriteFile(path, []byte(text), 0o600)
+		_, err := loadConfig(path, Config{})
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v does not name %q", text, err, key)
+		}
+	}
+}
+
+func TestServeRequiresPolicy(t *testing.T) {
+	cfg := Config{Listen: "127.0.0.1:0"}
+	cfg.Endpoints = devConfig().Endpoints
+	err := cfg.validate(false)
+	if err == nil || !strings.Contains(err.Error(), "policy.paths") {
+		t.Fatalf("validate without policy: %v", err)
+	}
+}
