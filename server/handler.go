@@ -113,7 +113,10 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 		return
 	}
 
-	if status, msg := h.authorize(ctx, rt, req, ctx.RemoteIP().String()); status != http.StatusOK {
+	// Not ctx itself: a fasthttp RequestCtx is "done" as soon as the server
+	// starts shutting down, and in-flight requests must finish then.
+	stageCtx := context.Background()
+	if status, msg := h.authorize(stageCtx, rt, req, ctx.RemoteIP().String()); status != http.StatusOK {
 		retry := 0
 		if status == http.StatusServiceUnavailable {
 			retry = 1
@@ -122,7 +125,7 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 		return
 	}
 
-	signed, err := h.signer.Sign(ctx, req)
+	signed, err := h.signer.Sign(stageCtx, req)
 	if err != nil {
 		switch {
 		case errors.Is(err, signer.ErrCredentials):

@@ -107,8 +107,8 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !ctx.IsPost() {
-		ctx.Response.Header.Set("Allow", "POST")
 		writeError(ctx, http.StatusMethodNotAllowed, "sign routes accept POST only", 0)
+		ctx.Response.Header.Set("Allow", "POST")
 		return
 	}
 	s.handler.serveSign(ctx, rt)

@@ -1,0 +1,253 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/valyala/fasthttp"
+
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/s3req"
+	"github.com/countersign/countersign/signer"
+)
+
+const testPolicy = `package countersign.authz
+
+default allow := false
+
+allow if {
+	input.resource.bucket == "lake"
+	input.access != "admin"
+	not startswith(input.resource.key, "denied/")
+}
+`
+
+// newTestServer wires the real stages: classifier, OPA engine, SDK signer.
+func newTestServer(t testing.TB, rego string, creds aws.CredentialsProvider, opts Options) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(rego), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := policy.Load(context.Background(), policy.Options{Paths: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{
+		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds == nil {
+		creds = credentials.NewStaticCredentialsProvider("AKTEST", "secret", "")
+	}
+	h, err := NewHandler(c, engine, signer.New(creds, signer.Options{}), opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(h, Config{})
+}
+
+type response struct {
+	status int
+	header map[string]string
+	body   map[string]any
+	raw    string
+}
+
+func do(t testing.TB, s *Server, method, path, body string) response {
+	t.Helper()
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI(path)
+	ctx.Request.SetBodyString(body)
+	s.Handler()(&ctx)
+	r := response{status: ctx.Response.StatusCode(), header: map[string]string{}, raw: string(ctx.Response.Body())}
+	for _, k := range []string{"Cache-Control", "Retry-After", "Content-Type", "Allow"} {
+		r.header[k] = string(ctx.Response.Header.Peek(k))
+	}
+	if strings.HasPrefix(r.header["Content-Type"], "application/json") {
+		if err := json.Unmarshal(ctx.Response.Body(), &r.body); err != nil {
+			t.Fatalf("response is not JSON: %v: %s", err, ctx.Response.Body())
+		}
+	}
+	return r
+}
+
+func signBody(method, uri string) string {
+	return `{"region":"us-east-1","uri":"` + uri + `","method":"` + method + `","headers":{"amz-sdk-request":["attempt=1; max=4"]}}`
+}
+
+func TestSignRoutes(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{BasePaths: []string{"/catalog/"}})
+	body := signBody("GET", "http://localhost:7070/lake/wh/f.parquet")
+	for _, path := range []string{
+		"/v1/aws/s3/sign",
+		"/catalog/v1/aws/s3/sign",
+		"/v1/namespaces/db/tables/t/sign",
+		"/v1/prod/namespaces/db%1Fsub/tables/t/sign",
+		"/catalog/v1/prod/namespaces/db/tables/t/sign",
+	} {
+		r := do(t, s, "POST", path, body)
+		if r.status != 200 || r.header["Cache-Control"] != "no-cache" {
+			t.Fatalf("%s: %d %s", path, r.status, r.raw)
+		}
+		if r.body["uri"] != "http://localhost:7070/lake/wh/f.parquet" {
+			t.Fatalf("%s: uri %v", path, r.body["uri"])
+		}
+		hdrs := r.body["headers"].(map[string]any)
+		if _, ok := hdrs["Authorization"]; !ok {
+			t.Fatalf("%s: no Authorization in %v", path, hdrs)
+		}
+	}
+	for _, path := range []string{"/v2/aws/s3/sign", "/catalogx/v1/aws/s3/sign", "/v1/namespaces/db/tables/sign", "/v1/namespaces/%ZZ/tables/t/sign"} {
+		if r := do(t, s, "POST", path, body); r.status != 404 || r.body["error"] == nil {
+			t.Fatalf("%s: %d %s", path, r.status, r.raw)
+		}
+	}
+	if r := do(t, s, "GET", "/v1/aws/s3/sign", ""); r.status != 405 || r.header["Allow"] != "POST" {
+		t.Fatalf("GET: %d %v", r.status, r.header)
+	}
+	if r := do(t, s, "GET", "/healthz", ""); r.status != 200 {
+		t.Fatalf("healthz: %d", r.status)
+	}
+	if r := do(t, s, "GET", "/readyz", ""); r.status != 200 {
+		t.Fatalf("readyz: %d", r.status)
+	}
+}
+
+func TestTableRouteReachesPolicy(t *testing.T) {
+	// The table from the path is policy input: this policy allows only
+	// table db.sub/t under prefix prod.
+	rego := `package countersign.authz
+
+default allow := false
+
+allow if {
+	input.table.prefix == "prod"
+	input.table.namespace == ["db", "sub"]
+	input.table.name == "t"
+}
+`
+	s := newTestServer(t, rego, nil, Options{})
+	body := signBody("GET", "http://localhost:7070/lake/wh/f.parquet")
+	if r := do(t, s, "POST", "/v1/prod/namespaces/db%1Fsub/tables/t/sign", body); r.status != 200 {
+		t.Fatalf("allowed table: %d %s", r.status, r.raw)
+	}
+	for _, path := range []string{"/v1/prod/namespaces/db/tables/t/sign", "/v1/namespaces/db%1Fsub/tables/t/sign", "/v1/aws/s3/sign"} {
+		if r := do(t, s, "POST", path, body); r.status != 403 {
+			t.Fatalf("%s: %d %s", path, r.status, r.raw)
+		}
+	}
+}
+
+func TestErrorsUseIcebergModel(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{})
+	cases := []struct {
+		body   string
+		status int
+		typ    string
+		msg    string
+	}{
+		{`{`, 400, "BadRequestException", "invalid sign request"},
+		{signBody("GET", "http://evil:7070/lake/k"), 403, "ForbiddenException", "not a configured S3 endpoint"},
+		{signBody("GET", "http://localhost:7070/lake/denied/k"), 403, "ForbiddenException", "access denied: GetObject on arn:aws:s3:::lake/denied/k"},
+		{signBody("PUT", "http://localhost:7070/lake/k?acl"), 403, "ForbiddenException", "PutObjectAcl"},
+		{signBody("GET", "http://localhost:7070/lake/a%2Fb"), 400, "BadRequestException", "canonical"},
+	}
+	for _, tc := range cases {
+		r := do(t, s, "POST", "/v1/aws/s3/sign", tc.body)
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != tc.status || e == nil || e["type"] != tc.typ || int(e["code"].(float64)) != tc.status ||
+			!strings.Contains(e["message"].(string), tc.msg) {
+			t.Errorf("%s: got %d %s", tc.body, r.status, r.raw)
+		}
+		if _, signed := r.body["headers"]; signed {
+			t.Errorf("%s: error response carries headers", tc.body)
+		}
+	}
+}
+
+// TestPolicyErrorFailsClosed: a policy that cannot be evaluated (here a
+// real OPA conflict error at evaluation time) refuses with 503 and
+// Retry-After; nothing is signed.
+func TestPolicyErrorFailsClosed(t *testing.T) {
+	rego := `package countersign.authz
+
+allow := true if input.resource.bucket == "lake"
+
+allow := false if input.resource.key != ""
+`
+	s := newTestServer(t, rego, nil, Options{})
+	r := do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k"))
+	if r.status != http.StatusServiceUnavailable || r.header["Retry-After"] == "" {
+		t.Fatalf("got %d %v %s", r.status, r.header, r.raw)
+	}
+	if strings.Contains(r.raw, "Authorization") || strings.Contains(r.raw, "conflict") {
+		t.Fatalf("response leaks a signature or policy internals: %s", r.raw)
+	}
+}
+
+// TestCredentialErrorFailsClosed: no credentials, no signature: 503.
+func TestCredentialErrorFailsClosed(t *testing.T) {
+	creds := aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{}, context.DeadlineExceeded
+	}))
+	s := newTestServer(t, testPolicy, creds, Options{})
+	r := do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k"))
+	if r.status != http.StatusServiceUnavailable || r.header["Retry-After"] == "" || strings.Contains(r.raw, "Authorization") {
+		t.Fatalf("got %d %v %s", r.status, r.header, r.raw)
+	}
+}
+
+func TestNewHandlerRequiresEveryStage(t *testing.T) {
+	if _, err := NewHandler(nil, nil, nil, Options{}, nil); err == nil {
+		t.Fatal("a handler without an authorizer was built")
+	}
+}
+
+func TestCacheableReads(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{CacheableReads: true})
+	if r := do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k")); r.header["Cache-Control"] != "private" {
+		t.Fatalf("GET: %v", r.header)
+	}
+	if r := do(t, s, "POST", "/v1/aws/s3/sign", signBody("DELETE", "http://localhost:7070/lake/k")); r.header["Cache-Control"] != "no-cache" {
+		t.Fatalf("DELETE: %v", r.header)
+	}
+}
+
+// FuzzServeSign pushes arbitrary bodies through the whole pipeline (decode,
+// classify, OPA, sign). No input may panic; every answer is either a signed
+// 200 with an Authorization header or an Iceberg error without one.
+func FuzzServeSign(f *testing.F) {
+	f.Add(signBody("GET", "http://localhost:7070/lake/k"))
+	f.Add(signBody("POST", "http://localhost:7070/lake?delete"))
+	f.Add(`{"region":"us-east-1","uri":"http://localhost:7070/lake?delete","method":"POST","headers":{},"body":"<Delete><Object><Key>a</Key></Object></Delete>"}`)
+	f.Add(`{"region":"us-east-1","uri":"http://lake.localhost:7070/k","method":"PUT","headers":{"x-amz-copy-source":["lake/x"]},"provider":null}`)
+	f.Add(`{"region":null}`)
+	s := newTestServer(f, testPolicy, nil, Options{})
+	f.Fuzz(func(t *testing.T, body string) {
+		r := do(t, s, "POST", "/v1/aws/s3/sign", body)
+		switch {
+		case r.status == 200:
+			h, _ := r.body["headers"].(map[string]any)
+			if h["Authorization"] == nil {
+				t.Fatalf("200 without Authorization: %s", r.raw)
+			}
+		case r.status >= 400 && r.status < 600:
+			if r.body["error"] == nil || strings.Contains(r.raw, "AWS4-HMAC-SHA256 Credential") {
+				t.Fatalf("bad error response %d: %s", r.status, r.raw)
+			}
+		default:
+			t.Fatalf("status %d", r.status)
+		}
+	})
+}
