@@ -10,6 +10,9 @@ import (
 	"unicode/utf8"
 )
 
+// FuzzDecode feeds arbitrary bytes to Decode: it must never panic, must
+// fail only with a bounded *DecodeError, and whatever it accepts must keep
+// Request's promises and read exactly as encoding/json reads it.
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"java_get.json", "java_put.json"} {
 		f.Add([]byte(readFixture(f, name)))
@@ -175,6 +178,9 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte, r *Request) {
 	}
 }
 
+// FuzzAppendJSONString checks that any string, valid UTF-8 or not, comes
+// out as valid JSON that reads back as the input with each invalid byte
+// replaced by U+FFFD.
 func FuzzAppendJSONString(f *testing.F) {
 	for _, s := range trickyStrings {
 		f.Add(s)
@@ -208,6 +214,7 @@ func FuzzDecodeMembers(f *testing.F) {
 		b = appendJSONString(b, uri)
 		b = append(b, `,"method":`...)
 		b = appendJSONString(b, method)
+		// An unknown member holding the same strings must change nothing.
 		b = AppendResult(append(b, `,"x":`...), "", Headers{{Name: name1, Values: []string{val1}}, {Name: name2, Values: []string{val1, val2}}})
 		b = append(b, `,"headers":{`...)
 		b = appendJSONString(b, name1)

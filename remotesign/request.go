@@ -11,9 +11,11 @@ import (
 
 // Request is a decoded and validated RemoteSignRequest.
 //
-// Every string in a Request shares one allocation owned by the Request, not
-// by the Decoder, so a Request stays valid after its Decoder is reused or
-// released and may be kept (by audit, for example) as long as needed.
+// The strings of a Request are constants or slices of one allocation owned
+// by the Request, not by the Decoder or the input, so a Request stays valid
+// after both are reused and may be kept (by audit, for example) as long as
+// needed. Keeping any one string keeps that whole allocation, Body included,
+// alive: strings.Clone a small one that must outlive the request for long.
 type Request struct {
 	// Region is non-empty, valid UTF-8, without control characters.
 	Region string
@@ -22,9 +24,11 @@ type Request struct {
 	URI string
 	// Method is exactly one of PUT, GET, HEAD, POST, DELETE, PATCH, OPTIONS.
 	Method string
-	// Headers are in the client's order. Every name is an HTTP token, no two
+	// Headers are in the client's order (nil if the client sent none; the
+	// member itself is required). Every name is an HTTP token, no two
 	// names are equal under ASCII case folding, every header has at least
-	// one value, and no value holds a control character other than HTAB.
+	// one value, and every value is valid UTF-8 without control characters
+	// other than HTAB.
 	Headers Headers
 	// Properties is nil when the member is absent, null or empty.
 	Properties map[string]string
@@ -41,20 +45,32 @@ type Request struct {
 // within the HTTP body limit still cannot make later stages (canonical
 // request building, policy input, audit) do unbounded work. A field that is
 // zero or negative takes its default.
+//
+// The limits also bound the JSON as a whole: a body may hold at most as many
+// JSON values (ignored members included) as the limits let the known
+// members have, plus maxSpareValues, so parsing work and memory follow the
+// limits rather than the body size.
 type Limits struct {
 	MaxHeaders      int // distinct header names
 	MaxHeaderValues int // values of any one header
 	MaxHeaderBytes  int // total length of all header names and values
+	MaxProperties   int // members of "properties"
 }
 
 // Defaults for Limits. AWS SDKs send about ten headers with one value each,
 // and S3 itself refuses requests whose headers exceed 8 KB, so these leave
-// ample room for real clients while bounding hostile ones.
+// ample room for real clients while bounding hostile ones. Iceberg clients
+// send few properties, usually none.
 const (
 	DefaultMaxHeaders      = 64
 	DefaultMaxHeaderValues = 16
 	DefaultMaxHeaderBytes  = 16 << 10
+	DefaultMaxProperties   = 256
 )
+
+// maxSpareValues is the allowance of JSON values beyond what the known
+// members may use: the top-level members themselves and unknown members.
+const maxSpareValues = 1024
 
 // DefaultLimits returns the limits a zero Limits stands for.
 func DefaultLimits() Limits {
@@ -62,6 +78,7 @@ func DefaultLimits() Limits {
 		MaxHeaders:      DefaultMaxHeaders,
 		MaxHeaderValues: DefaultMaxHeaderValues,
 		MaxHeaderBytes:  DefaultMaxHeaderBytes,
+		MaxProperties:   DefaultMaxProperties,
 	}
 }
 
@@ -75,7 +92,16 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
+	if l.MaxProperties <= 0 {
+		l.MaxProperties = DefaultMaxProperties
+	}
 	return l
+}
+
+// maxValues is the number of JSON values a body within l may hold.
+func (l Limits) maxValues() int {
+	const c = 1 << 20 // keeps the product from overflowing
+	return 1 + min(l.MaxHeaders, c)*(1+min(l.MaxHeaderValues, c)) + min(l.MaxProperties, c) + maxSpareValues
 }
 
 // DecodeError says why a sign request was rejected (HTTP 400). Field names
@@ -209,7 +235,7 @@ func (d *Decoder) decode(data []byte, lim Limits) (*Request, *DecodeError) {
 	// fastjson is lenient (raw control characters in strings, bad escapes,
 	// lone surrogates, NaN) and its error messages quote unbounded input, so
 	// strict RFC 8259 syntax is checked first, with a bounded message.
-	if e := checkSyntax(data); e != nil {
+	if e := checkSyntax(data, d.st.lim.maxValues()); e != nil {
 		return nil, e
 	}
 	root, err := d.p.ParseBytes(data)
@@ -464,6 +490,10 @@ func (d *Decoder) properties(v *fastjson.Value) {
 		d.st.err = &DecodeError{Field: "properties", Msg: "must be an object of strings, got " + typeName(v)}
 		return
 	}
+	if o.Len() > d.st.lim.MaxProperties {
+		d.st.err = &DecodeError{Field: "properties", Msg: "more than " + strconv.Itoa(d.st.lim.MaxProperties) + " properties"}
+		return
+	}
 	o.Visit(d.property)
 }
 
@@ -572,6 +602,16 @@ func typeName(v *fastjson.Value) string {
 // hasControl reports whether b holds an ASCII control character (C0 or
 // DEL); allowTab exempts HTAB, which RFC 9110 permits in field values.
 func hasControl(b []byte, allowTab bool) bool {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if x := load64(b, i); less(x, 0x20)|equal(x, 0x7f) != 0 && hasControlSlow(b[i:i+8], allowTab) {
+			return true
+		}
+	}
+	return hasControlSlow(b[i:], allowTab)
+}
+
+func hasControlSlow(b []byte, allowTab bool) bool {
 	for _, c := range b {
 		if c < 0x20 || c == 0x7f {
 			if c == '\t' && allowTab {
@@ -600,9 +640,9 @@ var tchar = func() (t [256]bool) {
 }()
 
 // tokenFold reports whether name is a non-empty HTTP token and returns an
-// FNV-1a hash of its lower-cased bytes. Equal hashes screen duplicate
-// candidates, so duplicate detection stays linear in the header bytes even
-// for many long, similar names.
+// FNV-1a hash of its lower-cased bytes. The duplicate check compares names
+// only when their hashes match, so many long names that share a prefix
+// cannot make it quadratic in the header bytes.
 func tokenFold(name []byte) (uint64, bool) {
 	if len(name) == 0 {
 		return 0, false

@@ -2,6 +2,7 @@ package remotesign
 
 import (
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -140,6 +141,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"high surrogate then non-low", `{"region":"\ud800\u0041","uri":"u","method":"GET","headers":{}}`, Limits{}, "region", "unpaired UTF-16 surrogate"},
 		{"lone low surrogate", `{"region":"\udc00","uri":"u","method":"GET","headers":{}}`, Limits{}, "region", "unpaired UTF-16 surrogate"},
 		{"NaN", withMember(`"x":NaN`), Limits{}, "x", "unexpected character 'N'"},
+		{"byte order mark", "\xef\xbb\xbf" + minimal, Limits{}, "", "unexpected byte 0xef where a value should start"},
 		{"leading zero", withMember(`"x":01`), Limits{}, "x", "expected ',' or '}'"},
 		{"bare minus", withMember(`"x":-`), Limits{}, "x", "invalid number"},
 		{"bad fraction", withMember(`"x":1.`), Limits{}, "x", "digit expected after '.'"},
@@ -212,6 +214,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"too many header bytes default", hdrs(`{"X":["` + strings.Repeat("v", DefaultMaxHeaderBytes) + `"]}`), Limits{}, "headers", "names and values exceed 16384 bytes"},
 		{"too many header bytes", hdrs(`{"ab":["cd","efg"]}`), Limits{MaxHeaderBytes: 6}, "headers", "exceed 6 bytes"},
 		{"header name alone too long", hdrs(`{"abcdefg":["x"]}`), Limits{MaxHeaderBytes: 6}, "headers", "exceed 6 bytes"},
+
+		{"too many properties default", withMember(`"properties":{` + strings.TrimSuffix(strings.Repeat(`"k":"v",`, DefaultMaxProperties+1), ",") + `}`), Limits{}, "properties", "more than 256 properties"},
+		{"too many properties", withMember(`"properties":{"a":"1","b":"2"}`), Limits{MaxProperties: 1}, "properties", "more than 1 properties"},
+		{"too many JSON values in an ignored member", withMember(`"x":[` + strings.Repeat("0,", DefaultLimits().maxValues()) + `0]`), Limits{}, "x", "JSON values"},
+		{"too many JSON values at top level", `{` + strings.Repeat(`"x":0,`, DefaultLimits().maxValues()) + `"y":0}`, Limits{}, "x", "JSON values"},
 
 		// Provider.
 		{"provider gcs", withMember(`"provider":"gcs"`), Limits{}, "provider", `only "s3" is supported, got "gcs"`},
@@ -426,6 +433,32 @@ func TestDefaultLimits(t *testing.T) {
 	}
 	if got := (Limits{MaxHeaders: -1, MaxHeaderValues: 3}).withDefaults(); got.MaxHeaders != DefaultMaxHeaders || got.MaxHeaderValues != 3 {
 		t.Errorf("withDefaults = %+v", got)
+	}
+	huge := Limits{MaxHeaders: math.MaxInt, MaxHeaderValues: math.MaxInt, MaxHeaderBytes: math.MaxInt, MaxProperties: math.MaxInt}
+	if n := huge.maxValues(); n <= 0 {
+		t.Errorf("maxValues overflowed: %d", n)
+	}
+}
+
+// A request that uses every limit to the full is accepted: the JSON value
+// budget derived from the limits never cuts in first.
+func TestDecodeAtEveryLimit(t *testing.T) {
+	lim := Limits{MaxHeaders: 3, MaxHeaderValues: 4, MaxHeaderBytes: 1 << 20, MaxProperties: 5}
+	var b strings.Builder
+	b.WriteString(`{"region":"r","uri":"u","method":"GET","headers":{`)
+	for h := range lim.MaxHeaders {
+		if h > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"h` + strings.Repeat("x", h) + `":[` + strings.TrimSuffix(strings.Repeat(`"v",`, lim.MaxHeaderValues), ",") + `]`)
+	}
+	b.WriteString(`},"properties":{"a":"","b":"","c":"","d":"","e":""},"unknown":[` + strings.Repeat("0,", maxSpareValues-20) + `0]}`)
+	req, err := decode(t, b.String(), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Headers) != 3 || len(req.Headers[2].Values) != 4 || len(req.Properties) != 5 {
+		t.Errorf("Decode = %+v", req)
 	}
 }
 

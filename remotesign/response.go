@@ -65,6 +65,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0 // s[start:i] is pending, to be copied as one run
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			if x := load64(s, i); less(x, 0x20)|equal(x, '"')|equal(x, '\\')|x&msb == 0 {
+				i += 8
+				continue
+			}
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if jsonSafe[c] {

@@ -9,7 +9,10 @@ const maxNesting = 64
 
 // checkSyntax reports whether data is exactly one JSON value that conforms
 // to RFC 8259, additionally refusing unpaired UTF-16 surrogate escapes (as
-// I-JSON, RFC 7493, does) and nesting deeper than maxNesting. It does not
+// I-JSON, RFC 7493, does), nesting deeper than maxNesting, and more than
+// maxValues values in all. The last bounds what fastjson then builds: it
+// makes a tree node for every value, ignored members included, so without
+// it a body of "[0,0,0,...]" would cost some 40 times its size. It does not
 // validate UTF-8: Decode checks that for the strings it keeps, and bytes in
 // ignored members do not matter.
 //
@@ -20,8 +23,8 @@ const maxNesting = 64
 //
 // It is iterative: containers are tracked as one bit per level (1 for an
 // object, 0 for an array), so hostile nesting costs no stack.
-func checkSyntax(data []byte) *DecodeError {
-	s := scanner{data: data, keyStart: -1}
+func checkSyntax(data []byte, maxValues int) *DecodeError {
+	s := scanner{data: data, keyStart: -1, maxValues: maxValues}
 	return s.run()
 }
 
@@ -29,6 +32,8 @@ type scanner struct {
 	data  []byte
 	depth int
 	kinds uint64 // bit i: the container at depth i+1 is an object
+
+	values, maxValues int
 
 	// The raw name of the top-level member being scanned, for messages.
 	keyStart, keyEnd int
@@ -45,6 +50,9 @@ value:
 		// A value starts at i.
 		if i >= len(data) {
 			return s.fail(i, "unexpected end of input")
+		}
+		if s.values++; s.values > s.maxValues {
+			return s.blame("more than " + strconv.Itoa(s.maxValues) + " JSON values")
 		}
 		switch c := data[i]; c {
 		case '{', '[':
@@ -91,7 +99,7 @@ value:
 			}
 		default:
 			if c != '-' && (c < '0' || c > '9') {
-				return s.fail(i, "unexpected character "+strconv.QuoteRune(rune(c))+" where a value should start")
+				return s.fail(i, "unexpected "+describeByte(c)+" where a value should start")
 			}
 			var msg string
 			if i, msg = scanNumber(data, i); msg != "" {
@@ -161,12 +169,27 @@ func (s *scanner) key(i int) (int, *DecodeError) {
 	return skipWS(data, i+1), nil
 }
 
+// fail reports a syntax error at byte offset at.
 func (s *scanner) fail(at int, msg string) *DecodeError {
-	e := &DecodeError{Msg: "malformed JSON at byte " + strconv.Itoa(at) + ": " + msg}
+	return s.blame("malformed JSON at byte " + strconv.Itoa(at) + ": " + msg)
+}
+
+// blame attributes msg to the top-level member being scanned, if any.
+func (s *scanner) blame(msg string) *DecodeError {
+	e := &DecodeError{Msg: msg}
 	if s.keyStart >= 0 && s.depth >= 1 {
 		e.Field = clip(string(s.data[s.keyStart:s.keyEnd]))
 	}
 	return e
+}
+
+// describeByte names c for a message without echoing non-ASCII bytes as
+// if they were characters.
+func describeByte(c byte) string {
+	if c < 0x80 {
+		return "character " + strconv.QuoteRune(rune(c))
+	}
+	return "byte 0x" + strconv.FormatUint(uint64(c), 16)
 }
 
 func skipWS(data []byte, i int) int {
@@ -206,13 +229,16 @@ var strPlain = func() (t [256]bool) {
 // returns the offset after the closing quote, or the offset of the problem
 // and a message.
 func scanString(data []byte, i int) (int, string) {
-	for i < len(data) {
-		c := data[i]
-		if strPlain[c] {
+	for {
+		// Byte at a time: most strings here are short member names, for
+		// which word-at-a-time skipping measured slower.
+		for i < len(data) && strPlain[data[i]] {
 			i++
-			continue
 		}
-		switch {
+		if i >= len(data) {
+			return i, "unterminated string"
+		}
+		switch c := data[i]; {
 		case c == '"':
 			return i + 1, ""
 		case c != '\\':
@@ -249,7 +275,6 @@ func scanString(data []byte, i int) (int, string) {
 			return i, "invalid escape character"
 		}
 	}
-	return i, "unterminated string"
 }
 
 // hex4 decodes the four hex digits at i.
