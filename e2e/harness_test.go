@@ -119,8 +119,9 @@ func (s *s3Server) createBucket(t testing.TB, name string) {
 
 // signerProc is a running countersign.
 type signerProc struct {
-	url string // http://127.0.0.1:PORT
-	log *lockedBuffer
+	url   string // http://127.0.0.1:PORT
+	log   *lockedBuffer
+	token string // bearer token sign and post send
 }
 
 // startCountersign writes config (YAML text; "POLICY" is replaced with the
@@ -180,7 +181,7 @@ func startCountersign(t testing.TB, config string, env ...string) *signerProc {
 		if !ok {
 			t.Fatalf("countersign exited before serving:\n%s", logBuf.String())
 		}
-		return &signerProc{url: "http://" + addr, log: logBuf}
+		return &signerProc{url: "http://" + addr, log: logBuf, token: defaultToken()}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("countersign did not start:\n%s", logBuf.String())
 	}
@@ -195,6 +196,10 @@ func baseConfig(t testing.TB, port int) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf(`listen: 127.0.0.1:0
+auth:
+  issuer: %[4]s
+  audience: [%[5]s]
+  jwks_file: %[6]q
 endpoints:
   - name: versitygw
     scheme: http
@@ -212,7 +217,7 @@ credentials:
   access_key_id: %[2]s
 policy:
   paths: [%[3]q]
-`, port, testAccessKey, policyDir)
+`, port, testAccessKey, policyDir, testIssuer, testAudience, writeJWKS(t))
 }
 
 // secretEnv passes the secret the way operators should: via environment.
@@ -243,6 +248,13 @@ type icebergError struct {
 	} `json:"error"`
 }
 
+// as returns a view of p that authenticates with token ("" sends none).
+func (p *signerProc) as(token string) *signerProc {
+	c := *p
+	c.token = token
+	return &c
+}
+
 // sign POSTs a sign request. It returns the status, the decoded result (on
 // 200) or error (otherwise), and the response's Cache-Control.
 func (p *signerProc) sign(t testing.TB, route string, sr signRequest) (int, *signResult, *icebergError, http.Header) {
@@ -259,7 +271,15 @@ func (p *signerProc) post(t testing.TB, route string, body []byte) (int, *signRe
 	if route == "" {
 		route = "/v1/aws/s3/sign"
 	}
-	resp, err := http.Post(p.url+route, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest("POST", p.url+route, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

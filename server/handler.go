@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
@@ -20,6 +22,13 @@ import (
 // describes (implemented by *s3req.Classifier).
 type Classifier interface {
 	Classify(*remotesign.Request) (*s3req.Request, error)
+}
+
+// Authenticator establishes who is calling from the Authorization header
+// (and, with mutual TLS, the client certificate). Errors are *auth.Error:
+// retryable ones (key source failing) become 503, the rest 401.
+type Authenticator interface {
+	Authenticate(ctx context.Context, authorization []byte, peerCerts []*x509.Certificate) (*auth.Identity, error)
 }
 
 // Authorizer decides one object of a request. Signing happens only after it
@@ -49,28 +58,36 @@ type Options struct {
 	Limits remotesign.Limits
 }
 
-// Handler serves the sign routes: decode, classify, authorize every object,
-// sign, answer. Each stage is a narrow interface wired by cmd/countersign.
-type Handler struct {
-	classifier Classifier
-	authorizer Authorizer
-	signer     Signer
-	opts       Options
-	log        *slog.Logger
-	decoders   sync.Pool
+// Stages are the steps of the signing pipeline, in request order.
+type Stages struct {
+	Authenticator Authenticator
+	Classifier    Classifier
+	Authorizer    Authorizer
+	Signer        Signer
 }
 
-// NewHandler wires the stages. None may be nil: there is no default
-// authorizer, so nothing is signed without an explicit decision.
-func NewHandler(c Classifier, a Authorizer, s Signer, opts Options, log *slog.Logger) (*Handler, error) {
-	if c == nil || a == nil || s == nil {
-		return nil, errors.New("server: classifier, authorizer and signer are all required")
+// Handler serves the sign routes: decode, authenticate, classify, authorize
+// every object, sign, answer. Each stage is a narrow interface wired by
+// cmd/countersign.
+type Handler struct {
+	stages   Stages
+	opts     Options
+	log      *slog.Logger
+	decoders sync.Pool
+}
+
+// NewHandler wires the stages. None may be nil: there is no anonymous mode
+// and no default authorizer, so nothing is signed without an identity and
+// an explicit decision.
+func NewHandler(st Stages, opts Options, log *slog.Logger) (*Handler, error) {
+	if st.Authenticator == nil || st.Classifier == nil || st.Authorizer == nil || st.Signer == nil {
+		return nil, errors.New("server: authenticator, classifier, authorizer and signer are all required")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	opts.BasePaths = normalizeBasePaths(opts.BasePaths)
-	h := &Handler{classifier: c, authorizer: a, signer: s, opts: opts, log: log}
+	h := &Handler{stages: st, opts: opts, log: log}
 	h.decoders.New = func() any { return new(remotesign.Decoder) }
 	return h, nil
 }
@@ -102,7 +119,28 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 		return
 	}
 
-	req, err := h.classifier.Classify(in)
+	// Not ctx itself: a fasthttp RequestCtx is "done" as soon as the server
+	// starts shutting down, and in-flight requests must finish then.
+	stageCtx := context.Background()
+
+	id, err := h.stages.Authenticator.Authenticate(stageCtx, ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx))
+	if err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) && ae.Retryable() {
+			h.log.Error("authentication keys unavailable", "err", err)
+			writeError(ctx, http.StatusServiceUnavailable, ae.Msg, 1)
+			return
+		}
+		msg := err.Error()
+		if ae != nil {
+			msg = "authentication failed (" + ae.Reason.String() + "): " + ae.Msg
+		}
+		writeError(ctx, http.StatusUnauthorized, msg, 0)
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="countersign"`)
+		return
+	}
+
+	req, err := h.stages.Classifier.Classify(in)
 	if err != nil {
 		var ce *s3req.Error
 		if errors.As(err, &ce) {
@@ -113,10 +151,7 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 		return
 	}
 
-	// Not ctx itself: a fasthttp RequestCtx is "done" as soon as the server
-	// starts shutting down, and in-flight requests must finish then.
-	stageCtx := context.Background()
-	if status, msg := h.authorize(stageCtx, rt, req, ctx.RemoteIP().String()); status != http.StatusOK {
+	if status, msg := h.authorize(stageCtx, rt, id, req, ctx.RemoteIP().String()); status != http.StatusOK {
 		retry := 0
 		if status == http.StatusServiceUnavailable {
 			retry = 1
@@ -125,7 +160,7 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 		return
 	}
 
-	signed, err := h.signer.Sign(stageCtx, req)
+	signed, err := h.stages.Signer.Sign(stageCtx, req)
 	if err != nil {
 		switch {
 		case errors.Is(err, signer.ErrCredentials):
@@ -155,7 +190,7 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 // authorize asks the authorizer about every target. One denial denies the
 // whole request, and the answer names the operation and object, never the
 // policy's internals.
-func (h *Handler) authorize(ctx context.Context, rt route, req *s3req.Request, sourceIP string) (int, string) {
+func (h *Handler) authorize(ctx context.Context, rt route, id *auth.Identity, req *s3req.Request, sourceIP string) (int, string) {
 	var copySource *policy.Resource
 	for i := range req.Targets {
 		if t := &req.Targets[i]; t.Role == "copy-source" {
@@ -165,9 +200,10 @@ func (h *Handler) authorize(ctx context.Context, rt route, req *s3req.Request, s
 	for i := range req.Targets {
 		t := &req.Targets[i]
 		in := buildInput(rt, req, t)
+		in.Principal = &id.Principal
 		in.CopySource = copySource
 		in.Source.IP = sourceIP
-		d, err := h.authorizer.Authorize(ctx, in)
+		d, err := h.stages.Authorizer.Authorize(ctx, in)
 		if err != nil {
 			h.log.Error("policy evaluation failed", "err", err, "operation", t.Operation, "bucket", t.Bucket)
 			return http.StatusServiceUnavailable, "policy evaluation is unavailable; nothing was signed"
@@ -188,6 +224,19 @@ func deniedMessage(t *s3req.Target) string {
 		return fmt.Sprintf("access denied: %s (read of copy source %s)", t.Operation, obj)
 	}
 	return fmt.Sprintf("access denied: %s on %s", t.Operation, obj)
+}
+
+// peerCertificates returns the verified client certificate chain of a
+// mutual-TLS connection, or nil.
+func peerCertificates(ctx *fasthttp.RequestCtx) []*x509.Certificate {
+	if !ctx.IsTLS() {
+		return nil
+	}
+	st := ctx.TLSConnectionState()
+	if st == nil || len(st.VerifiedChains) == 0 {
+		return nil
+	}
+	return st.PeerCertificates
 }
 
 // readOnly reports whether every target of the request is a read.

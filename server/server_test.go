@@ -2,17 +2,23 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/valyala/fasthttp"
 
+	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
@@ -49,11 +55,31 @@ func newTestServer(t testing.TB, rego string, creds aws.CredentialsProvider, opt
 	if creds == nil {
 		creds = credentials.NewStaticCredentialsProvider("AKTEST", "secret", "")
 	}
-	h, err := NewHandler(c, engine, signer.New(creds, signer.Options{}), opts, nil)
+	authn, err := auth.New(context.Background(), auth.Config{Issuer: testIssuer, Audience: []string{"countersign"}, HS256Secret: testSecret}, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(Stages{Authenticator: authn, Classifier: c, Authorizer: engine, Signer: signer.New(creds, signer.Options{})}, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return New(h, Config{})
+}
+
+const (
+	testIssuer = "https://idp.test"
+	testSecret = "server-test-secret-0123456789abcdef"
+)
+
+// mintToken makes an HS256 JWT by hand (independently of the verifying
+// library) for subject sub with groups.
+func mintToken(sub string, exp time.Time, groups ...string) string {
+	enc := base64.RawURLEncoding
+	claims, _ := json.Marshal(map[string]any{"iss": testIssuer, "aud": "countersign", "sub": sub, "exp": exp.Unix(), "groups": groups})
+	signing := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString(claims)
+	mac := hmac.New(sha256.New, []byte(testSecret))
+	mac.Write([]byte(signing))
+	return signing + "." + enc.EncodeToString(mac.Sum(nil))
 }
 
 type response struct {
@@ -63,15 +89,24 @@ type response struct {
 	raw    string
 }
 
+var aliceToken = sync.OnceValue(func() string { return mintToken("alice", time.Now().Add(time.Hour), "analysts") })
+
 func do(t testing.TB, s *Server, method, path, body string) response {
+	return doAs(t, s, "Bearer "+aliceToken(), method, path, body)
+}
+
+func doAs(t testing.TB, s *Server, authorization, method, path, body string) response {
 	t.Helper()
 	var ctx fasthttp.RequestCtx
+	if authorization != "" {
+		ctx.Request.Header.Set("Authorization", authorization)
+	}
 	ctx.Request.Header.SetMethod(method)
 	ctx.Request.SetRequestURI(path)
 	ctx.Request.SetBodyString(body)
 	s.Handler()(&ctx)
 	r := response{status: ctx.Response.StatusCode(), header: map[string]string{}, raw: string(ctx.Response.Body())}
-	for _, k := range []string{"Cache-Control", "Retry-After", "Content-Type", "Allow"} {
+	for _, k := range []string{"Cache-Control", "Retry-After", "Content-Type", "Allow", "WWW-Authenticate"} {
 		r.header[k] = string(ctx.Response.Header.Peek(k))
 	}
 	if strings.HasPrefix(r.header["Content-Type"], "application/json") {
@@ -209,7 +244,7 @@ func TestCredentialErrorFailsClosed(t *testing.T) {
 }
 
 func TestNewHandlerRequiresEveryStage(t *testing.T) {
-	if _, err := NewHandler(nil, nil, nil, Options{}, nil); err == nil {
+	if _, err := NewHandler(Stages{}, Options{}, nil); err == nil {
 		t.Fatal("a handler without an authorizer was built")
 	}
 }
@@ -250,4 +285,54 @@ func FuzzServeSign(f *testing.F) {
 			t.Fatalf("status %d", r.status)
 		}
 	})
+}
+
+// TestAuthentication: no token, a bad token or an expired one gets 401 with
+// the reason class and nothing signed; the principal reaches the policy.
+func TestAuthentication(t *testing.T) {
+	rego := `package countersign.authz
+
+default allow := false
+
+allow if {
+	input.principal.id == "alice"
+	"analysts" in input.principal.groups
+	input.principal.issuer == "https://idp.test"
+}
+`
+	s := newTestServer(t, rego, nil, Options{})
+	body := signBody("GET", "http://localhost:7070/lake/k")
+	cases := []struct {
+		authorization string
+		status        int
+		msg           string
+	}{
+		{"Bearer " + aliceToken(), 200, ""},
+		{"", 401, "(missing_token)"},
+		{"Basic YWxpY2U6cHc=", 401, "(missing_token)"},
+		{"Bearer not.a.jwt", 401, "(malformed_token)"},
+		{"Bearer " + mintToken("alice", time.Now().Add(-time.Hour), "analysts"), 401, "(expired)"},
+		{"Bearer " + mintToken("bob", time.Now().Add(time.Hour), "analysts"), 403, "access denied"},
+		{"Bearer " + mintToken("alice", time.Now().Add(time.Hour), "others"), 403, "access denied"},
+		{"Bearer " + aliceToken()[:len(aliceToken())-2] + "AA", 401, "(bad_signature)"},
+	}
+	for i, tc := range cases {
+		r := doAs(t, s, tc.authorization, "POST", "/v1/aws/s3/sign", body)
+		if r.status != tc.status {
+			t.Fatalf("case %d: %d %s", i, r.status, r.raw)
+		}
+		if tc.status == 200 {
+			continue
+		}
+		e := r.body["error"].(map[string]any)
+		if !strings.Contains(e["message"].(string), tc.msg) || strings.Contains(r.raw, "AWS4-HMAC") {
+			t.Fatalf("case %d: %s", i, r.raw)
+		}
+		if tc.status == 401 && (e["type"] != "NotAuthorizedException" || r.header["WWW-Authenticate"] == "") {
+			t.Fatalf("case %d: %s %v", i, r.raw, r.header)
+		}
+		if tok := strings.TrimPrefix(tc.authorization, "Bearer "); len(tok) > 20 && strings.Contains(r.raw, tok) {
+			t.Fatalf("case %d: the token is echoed", i)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
 )
@@ -24,6 +25,7 @@ type Config struct {
 	// re-reads within 30 s then bypass policy and audit).
 	CacheableReads bool `yaml:"cacheable_reads"`
 
+	Auth        auth.Config              `yaml:"auth"`
 	Endpoints   []s3req.Endpoint         `yaml:"endpoints"`
 	Credentials signer.CredentialsConfig `yaml:"credentials"`
 	Policy      PolicyConfig             `yaml:"policy"`
@@ -81,6 +83,9 @@ func applyEnv(cfg *Config) {
 	if v := os.Getenv("COUNTERSIGN_SESSION_TOKEN"); v != "" {
 		cfg.Credentials.SessionToken = v
 	}
+	if v := os.Getenv("COUNTERSIGN_AUTH_HS256_SECRET"); v != "" {
+		cfg.Auth.HS256Secret = v
+	}
 }
 
 // validate checks what the packages do not check themselves, naming keys.
@@ -90,6 +95,11 @@ func (c *Config) validate(dev bool) error {
 	}
 	if len(c.Endpoints) == 0 {
 		return fmt.Errorf("config: endpoints must list at least one S3 endpoint")
+	}
+	// There is no anonymous mode: an empty auth section is an error that
+	// names what to set.
+	if err := c.Auth.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	if !dev && len(c.Policy.Paths) == 0 {
 		return fmt.Errorf("config: policy.paths is required: countersign never signs without a policy")

@@ -38,10 +38,19 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 }
 
 func TestServeRequiresPolicy(t *testing.T) {
-	cfg := Config{Listen: "127.0.0.1:0"}
-	cfg.Endpoints = devConfig().Endpoints
+	cfg := devConfig()
+	cfg.Auth.HS256Secret = "0123456789abcdef0123456789abcdef"
 	err := cfg.validate(false)
 	if err == nil || !strings.Contains(err.Error(), "policy.paths") {
 		t.Fatalf("validate without policy: %v", err)
+	}
+}
+
+func TestServeRequiresAuthentication(t *testing.T) {
+	cfg := devConfig()
+	cfg.Policy.Paths = []string{"x"}
+	err := cfg.validate(false)
+	if err == nil || !strings.Contains(err.Error(), "auth") {
+		t.Fatalf("validate without auth: %v", err)
 	}
 }

@@ -1,0 +1,81 @@
+package auth
+
+import (
+	"crypto/x509"
+	"maps"
+	"time"
+
+	"github.com/countersign/countersign/policy"
+)
+
+// x509SubjectClaim carries the client certificate's subject when a bearer
+// token is the principal. With mTLS on, the name is reserved: a token's
+// own claim of that name is dropped, so the policy can rely on it.
+const x509SubjectClaim = "x509_subject"
+
+// certIdentity makes the principal from a client certificate.
+//
+// The certificate must already be verified by crypto/tls against the
+// configured client CAs: pass tls.ConnectionState.VerifiedChains[0], not
+// PeerCertificates, which are present unverified when the server only
+// requests (RequestClientCert) rather than requires and verifies
+// (RequireAndVerifyClientCert). Validity dates are checked again here
+// because a TLS connection can outlive its certificate.
+func certIdentity(mode string, leaf *x509.Certificate, now time.Time) (*Identity, *Error) {
+	if now.After(leaf.NotAfter) {
+		return nil, fail(ReasonExpired, "client certificate expired")
+	}
+	if now.Before(leaf.NotBefore) {
+		return nil, fail(ReasonNotYetValid, "client certificate is not yet valid")
+	}
+	var id string
+	switch mode {
+	case MTLSSubjectCN:
+		id = leaf.Subject.CommonName
+	case MTLSSANURI:
+		// The first URI SAN: SPIFFE certificates carry exactly one.
+		if len(leaf.URIs) > 0 {
+			id = leaf.URIs[0].String()
+		}
+	case MTLSSANDNS:
+		if len(leaf.DNSNames) > 0 {
+			id = leaf.DNSNames[0]
+		}
+	}
+	if id == "" {
+		return nil, fail(ReasonMissingPrincipal, "client certificate has no "+mode+" principal")
+	}
+	uris := make([]any, len(leaf.URIs))
+	for i, u := range leaf.URIs {
+		uris[i] = u.String()
+	}
+	dns := make([]any, len(leaf.DNSNames))
+	for i, d := range leaf.DNSNames {
+		dns[i] = d
+	}
+	return &Identity{
+		Principal: policy.Principal{
+			ID:     id,
+			Issuer: leaf.Issuer.String(),
+			Groups: []string{},
+			Claims: map[string]any{
+				x509SubjectClaim: leaf.Subject.String(),
+				"x509_issuer":    leaf.Issuer.String(),
+				"x509_serial":    leaf.SerialNumber.Text(16),
+				"x509_san_uri":   uris,
+				"x509_san_dns":   dns,
+			},
+		},
+		Method:    MethodMTLS,
+		ExpiresAt: leaf.NotAfter,
+	}, nil
+}
+
+// withCertSubject returns a copy of a (shared, read-only) token identity
+// whose claims also carry the client certificate's subject.
+func withCertSubject(id *Identity, leaf *x509.Certificate) *Identity {
+	cp := *id
+	cp.Principal.Claims = maps.Clone(id.Principal.Claims)
+	cp.Principal.Claims[x509SubjectClaim] = leaf.Subject.String()
+	return &cp
+}

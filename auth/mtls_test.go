@@ -1,0 +1,179 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// testCerts makes a CA and a client certificate signed by it, and returns
+// the client chain as crypto/tls would verify it.
+func testCerts(t *testing.T, notBefore, notAfter time.Time) []*x509.Certificate {
+	t.Helper()
+	caKey := mustEC()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "Test CA", Organization: []string{"countersign"}},
+		NotBefore:             notBefore.Add(-time.Hour),
+		NotAfter:              notAfter.Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leafKey := mustEC()
+	spiffe, _ := url.Parse("spiffe://example.org/ns/etl/sa/spark")
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(0xabc),
+		Subject:      pkix.Name{CommonName: "spark-etl", Organization: []string{"data"}},
+		URIs:         []*url.URL{spiffe},
+		DNSNames:     []string{"spark.etl.svc", "spark"},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(leafDER)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	chains, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: notBefore.Add(time.Minute),
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chains[0]
+}
+
+func TestMTLS(t *testing.T) {
+	c := newClock(t0)
+	chain := testCerts(t, t0.Add(-time.Hour), t0.Add(time.Hour))
+	ctx := context.Background()
+
+	for mode, want := range map[string]string{
+		MTLSSubjectCN: "spark-etl",
+		MTLSSANURI:    "spiffe://example.org/ns/etl/sa/spark",
+		MTLSSANDNS:    "spark.etl.svc",
+	} {
+		t.Run(mode, func(t *testing.T) {
+			a := newAuth(t, Config{MTLSPrincipal: mode}, c)
+			id, err := a.Authenticate(ctx, nil, chain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := id.Principal
+			if p.ID != want || id.Method != MethodMTLS {
+				t.Fatalf("id %q method %q, want %q", p.ID, id.Method, want)
+			}
+			if p.Issuer != "CN=Test CA,O=countersign" || p.Groups == nil {
+				t.Fatalf("issuer %q groups %#v", p.Issuer, p.Groups)
+			}
+			if p.Claims["x509_subject"] != "CN=spark-etl,O=data" || p.Claims["x509_serial"] != "abc" {
+				t.Fatalf("claims %v", p.Claims)
+			}
+			if !id.ExpiresAt.Equal(chain[0].NotAfter) || id.TokenHash != ([32]byte{}) {
+				t.Fatal("expiry or token hash")
+			}
+			// mTLS only: an Authorization header (Iceberg forwards the
+			// catalog token) is ignored, the certificate decides.
+			if id, err := a.Authenticate(ctx, []byte("Bearer whatever"), chain); err != nil || id.Principal.ID != want {
+				t.Fatalf("with a header: %v", err)
+			}
+			expectReason(t, a, nil, ReasonMissingToken)
+		})
+	}
+
+	t.Run("missing SAN", func(t *testing.T) {
+		cert := *chain[0]
+		cert.URIs = nil
+		a := newAuth(t, Config{MTLSPrincipal: MTLSSANURI}, c)
+		if _, err := a.Authenticate(ctx, nil, []*x509.Certificate{&cert}); err == nil {
+			t.Fatal("certificate without URI SAN accepted")
+		} else if r, _ := ReasonOf(err); r != ReasonMissingPrincipal {
+			t.Fatalf("reason %v", r)
+		}
+	})
+
+	t.Run("expired and not yet valid", func(t *testing.T) {
+		a := newAuth(t, Config{MTLSPrincipal: MTLSSubjectCN}, c)
+		for _, tc := range []struct {
+			d    time.Duration
+			want Reason
+		}{{2 * time.Hour, ReasonExpired}, {-2 * time.Hour, ReasonNotYetValid}} {
+			cl := newClock(t0.Add(tc.d))
+			a.now = cl.Now
+			_, err := a.Authenticate(ctx, nil, chain)
+			if r, _ := ReasonOf(err); r != tc.want {
+				t.Fatalf("%v: reason %v, want %v", tc.d, r, tc.want)
+			}
+		}
+	})
+
+	t.Run("token and certificate", func(t *testing.T) {
+		srv := newJWKSServer(t, defaultJWKS())
+		cfg := jwksConfig(srv.URL)
+		cfg.MTLSPrincipal = MTLSSubjectCN
+		a := newAuth(t, cfg, c)
+		// The token claims an x509_subject of its own: with mTLS on that
+		// claim is reserved for the verified certificate.
+		tok := mint(hdr("RS256", "rsa1"), with(claimsAt(c.Now()), "x509_subject", "CN=forged"), rs256(testRSA()))
+		id, err := a.Authenticate(ctx, bearer(tok), chain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id.Principal.ID != "alice" || id.Method != MethodBearer {
+			t.Fatalf("token did not win: %q %q", id.Principal.ID, id.Method)
+		}
+		if id.Principal.Claims["x509_subject"] != "CN=spark-etl,O=data" {
+			t.Fatalf("x509_subject %v", id.Principal.Claims["x509_subject"])
+		}
+		// The cached identity is not modified by the per-request copy.
+		plain, err := a.Authenticate(ctx, bearer(tok), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := plain.Principal.Claims["x509_subject"]; ok {
+			t.Fatalf("x509_subject %v without a certificate", v)
+		}
+		// Without a header, the certificate is the principal.
+		id, err = a.Authenticate(ctx, nil, chain)
+		if err != nil || id.Principal.ID != "spark-etl" {
+			t.Fatalf("certificate fallback: %v", err)
+		}
+		// A non-Bearer header is refused, not replaced by the certificate.
+		expectReasonCert(t, a, []byte("Basic dXNlcjpwYXNz"), chain, ReasonMissingToken)
+		// A bad token is refused even with a good certificate.
+		expectReasonCert(t, a, bearer(tok[:len(tok)-4]+"AAAA"), chain, ReasonBadSignature)
+	})
+
+	t.Run("mtls off ignores certificates", func(t *testing.T) {
+		srv := newJWKSServer(t, defaultJWKS())
+		a := newAuth(t, jwksConfig(srv.URL), c)
+		expectReasonCert(t, a, nil, chain, ReasonMissingToken)
+		tok := mint(hdr("RS256", "rsa1"), with(claimsAt(c.Now()), "x509_subject", "CN=from-idp"), rs256(testRSA()))
+		id, err := a.Authenticate(ctx, bearer(tok), chain)
+		if err != nil || id.Principal.Claims["x509_subject"] != "CN=from-idp" {
+			t.Fatalf("%v %v", err, id)
+		}
+	})
+}
+
+func expectReasonCert(t *testing.T, a *Authenticator, h []byte, chain []*x509.Certificate, want Reason) {
+	t.Helper()
+	_, err := a.Authenticate(context.Background(), h, chain)
+	if r, _ := ReasonOf(err); err == nil || r != want {
+		t.Fatalf("err %v, want %v", err, want)
+	}
+}
