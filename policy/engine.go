@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -24,7 +25,9 @@ const Package = "countersign.authz"
 type Options struct {
 	// Paths are .rego files, data files (.json, .yaml) or directories of
 	// them. Files ending in _test.rego are skipped (see countersign policy
-	// test).
+	// test), and so are hidden files and directories inside a directory
+	// (names starting with "."; Kubernetes mounts ConfigMaps with hidden
+	// "..data" copies that would otherwise load twice).
 	Paths []string
 	// FS, if set, is loaded instead of Paths (used for the embedded example
 	// policy of serve -dev).
@@ -36,11 +39,12 @@ type Options struct {
 type Engine struct {
 	query    rego.PreparedEvalQuery
 	revision string
+	content  string // hash of modules and data, whatever the revision says
 }
 
 // Load compiles the policy and prepares the decision query. A policy that
-// does not compile, or has no package countersign.authz, is an error that
-// names the file and line.
+// does not compile, has no package countersign.authz or no rule allow in
+// it, is an error that names the file and line.
 func Load(ctx context.Context, opts Options) (*Engine, error) {
 	l := loader.NewFileLoader().WithRegoVersion(ast.RegoV1)
 	paths := opts.Paths
@@ -51,50 +55,108 @@ func Load(ctx context.Context, opts Options) (*Engine, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("policy: no policy paths configured")
 	}
-	res, err := l.Filtered(paths, skipTests)
+	res, err := l.Filtered(paths, skipFiles)
 	if err != nil {
 		return nil, fmt.Errorf("policy: loading %s: %w", strings.Join(paths, ", "), err)
 	}
-	if len(res.Modules) == 0 {
-		return nil, fmt.Errorf("policy: no .rego files found in %s", strings.Join(paths, ", "))
-	}
-	hasPkg := false
-	names := make([]string, 0, len(res.Modules))
+	mods := make([]module, 0, len(res.Modules))
 	for name, m := range res.Modules {
-		names = append(names, name)
-		if m.Parsed.Package.Path.String() == "data."+Package {
-			hasPkg = true
-		}
+		mods = append(mods, module{name: name, raw: m.Raw, parsed: m.Parsed})
 	}
-	if !hasPkg {
-		return nil, fmt.Errorf("policy: no module declares package %s", Package)
+	where := strings.Join(paths, ", ")
+	if opts.FS != nil {
+		where = "the embedded policy"
 	}
-	slices.Sort(names)
+	return newEngine(ctx, where, mods, res.Documents, "")
+}
 
+// module is one parsed Rego file, from a directory or a bundle.
+type module struct {
+	name   string
+	raw    []byte
+	parsed *ast.Module
+}
+
+// newEngine compiles modules over the data document docs. An empty
+// revision is replaced by a content hash of modules and data. where names
+// the source in errors that cannot name a file.
+func newEngine(ctx context.Context, where string, mods []module, docs map[string]any, revision string) (*Engine, error) {
+	if len(mods) == 0 {
+		return nil, fmt.Errorf("policy: no .rego files found in %s", where)
+	}
+	slices.SortFunc(mods, func(a, b module) int { return strings.Compare(a.name, b.name) })
+	if err := checkEntrypoint(mods); err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, where)
+	}
+	if docs == nil {
+		docs = map[string]any{}
+	}
 	regoOpts := []func(*rego.Rego){
 		rego.Query("data." + Package),
-		rego.Store(inmem.NewFromObject(res.Documents)),
+		rego.Store(inmem.NewFromObject(docs)),
 	}
 	h := sha256.New()
-	for _, name := range names {
-		m := res.Modules[name]
-		regoOpts = append(regoOpts, rego.ParsedModule(m.Parsed))
-		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(name), len(m.Raw))
-		h.Write(m.Raw)
+	for _, m := range mods {
+		regoOpts = append(regoOpts, rego.ParsedModule(m.parsed))
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(m.name), len(m.raw))
+		h.Write(m.raw)
 	}
-	fmt.Fprintf(h, "%v", res.Documents)
+	fmt.Fprintf(h, "%v", docs)
 	pq, err := rego.New(regoOpts...).PrepareForEval(ctx)
 	if err != nil {
+		// OPA wraps compile errors ("bundle activation failed: ..."); the
+		// errors themselves name file and line.
+		var errs ast.Errors
+		if errors.As(err, &errs) {
+			err = errs
+		}
 		return nil, fmt.Errorf("policy: compiling: %w", err)
 	}
-	return &Engine{query: pq, revision: hex.EncodeToString(h.Sum(nil))[:16]}, nil
+	content := hex.EncodeToString(h.Sum(nil))[:16]
+	if revision == "" {
+		revision = content
+	}
+	return &Engine{query: pq, revision: revision, content: content}, nil
 }
 
-func skipTests(_ string, info fs.FileInfo, _ int) bool {
-	return !info.IsDir() && strings.HasSuffix(info.Name(), "_test.rego")
+// checkEntrypoint requires package countersign.authz with a rule allow:
+// without it every request would be denied, which is never what a policy
+// author meant.
+func checkEntrypoint(mods []module) error {
+	hasPkg, hasAllow := false, false
+	for _, m := range mods {
+		if m.parsed.Package.Path.String() != "data."+Package {
+			continue
+		}
+		hasPkg = true
+		for _, r := range m.parsed.Rules {
+			if r.Head.Ref().String() == "allow" {
+				hasAllow = true
+			}
+		}
+	}
+	switch {
+	case !hasPkg:
+		return fmt.Errorf("policy: no module declares package %s", Package)
+	case !hasAllow:
+		return fmt.Errorf("policy: package %s has no rule allow", Package)
+	}
+	return nil
 }
 
-// Revision identifies the loaded policy and data (a content hash).
+// skipFiles is the loader filter: tests and hidden entries below the
+// configured paths are not part of the policy.
+func skipFiles(_ string, info fs.FileInfo, depth int) bool {
+	if depth > 0 && strings.HasPrefix(info.Name(), ".") {
+		return true
+	}
+	return !info.IsDir() && isTestFile(info.Name())
+}
+
+func isTestFile(name string) bool { return strings.HasSuffix(name, "_test.rego") }
+
+// Revision identifies the loaded policy and data (a content hash, or a
+// bundle's manifest revision).
 func (e *Engine) Revision() string { return e.revision }
 
 // Authorize evaluates the policy for one input. allow must be exactly true

@@ -9,6 +9,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
 )
@@ -28,15 +29,9 @@ type Config struct {
 	Auth        auth.Config              `yaml:"auth"`
 	Endpoints   []s3req.Endpoint         `yaml:"endpoints"`
 	Credentials signer.CredentialsConfig `yaml:"credentials"`
-	Policy      PolicyConfig             `yaml:"policy"`
+	Policy      policy.SourceConfig      `yaml:"policy"`
 	Keys        KeysConfig               `yaml:"keys"`
 	Limits      LimitsConfig             `yaml:"limits"`
-}
-
-// PolicyConfig says where the OPA policy comes from.
-type PolicyConfig struct {
-	// Paths are .rego/.json/.yaml files or directories.
-	Paths []string `yaml:"paths"`
 }
 
 // KeysConfig holds the object-key rules.
@@ -101,8 +96,13 @@ func (c *Config) validate(dev bool) error {
 	if err := c.Auth.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if !dev && len(c.Policy.Paths) == 0 {
-		return fmt.Errorf("config: policy.paths is required: countersign never signs without a policy")
+	if !(dev && !c.Policy.Configured()) {
+		if !c.Policy.Configured() {
+			return fmt.Errorf("config: policy.paths or policy.bundle is required: countersign never signs without a policy")
+		}
+		if err := c.Policy.Validate(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
 	}
 	return nil
 }

@@ -17,8 +17,11 @@ import (
 const usage = `countersign signs S3 requests for Iceberg engines, one object at a time, under policy.
 
 Usage:
-  countersign serve [-config FILE] [-dev]   run the signing service
-  countersign version                       print build information
+  countersign serve [-config FILE] [-dev]           run the signing service
+  countersign policy test [-v] [-run REGEX] PATH... run Rego unit tests (test_ rules)
+  countersign policy eval -policy PATH [-input FILE|-]
+                                                    evaluate one input document, print the decision
+  countersign version                               print build information
 
 Run "countersign COMMAND -h" for a command's flags.
 `
@@ -38,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stdout, stderr)
+	case "policy":
+		return runPolicy(ctx, args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

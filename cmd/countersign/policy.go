@@ -34,6 +34,9 @@ const policyUsage = `Usage:
       extract it (tar xzf) and pass the directory.
 `
 
+// policyStdin is where `policy eval -input -` reads (tests replace it).
+var policyStdin io.Reader = os.Stdin
+
 // runPolicy implements `countersign policy test|eval`.
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -132,7 +135,7 @@ func runPolicyEval(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var raw []byte
 	var err error
 	if *inputPath == "-" {
-		raw, err = io.ReadAll(os.Stdin)
+		raw, err = io.ReadAll(policyStdin)
 	} else {
 		raw, err = os.ReadFile(*inputPath)
 	}

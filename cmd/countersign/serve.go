@@ -116,20 +116,25 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		return nil, nil, fmt.Errorf("config endpoints: %w", err)
 	}
 
-	popts := policy.Options{Paths: cfg.Policy.Paths}
-	if dev && len(cfg.Policy.Paths) == 0 {
-		popts = policy.Options{FS: policies.Dev()}
+	mo := policy.ManagerOptions{Logger: log}
+	if dev && !cfg.Policy.Configured() {
+		mo.FS = policies.Dev()
 	}
-	engine, err := policy.Load(ctx, popts)
+	pm, err := policy.NewManager(ctx, cfg.Policy, mo)
 	if err != nil {
 		authn.Close()
 		return nil, nil, fmt.Errorf("config policy: %w", err)
 	}
-	log.Info("policy loaded", "revision", engine.Revision())
+	pm.Start(ctx)
+	log.Info("policy loaded", "revision", pm.Revision())
+	closeAll := func() {
+		pm.Close()
+		authn.Close()
+	}
 
 	creds, err := signer.NewCredentials(ctx, cfg.Credentials)
 	if err != nil {
-		authn.Close()
+		closeAll()
 		return nil, nil, fmt.Errorf("config credentials: %w", err)
 	}
 	sign := signer.New(creds, signer.Options{})
@@ -137,7 +142,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 	h, err := server.NewHandler(server.Stages{
 		Authenticator: authn,
 		Classifier:    classifier,
-		Authorizer:    engine,
+		Authorizer:    pm,
 		Signer:        sign,
 	}, server.Options{
 		BasePaths:      cfg.BasePaths,
@@ -145,8 +150,16 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
 	}, log)
 	if err != nil {
-		authn.Close()
+		closeAll()
 		return nil, nil, err
+	}
+	credentialsReady := func() error {
+		// Cached: this only reaches the credential source when the cached
+		// credentials are about to expire.
+		if _, err := creds.Retrieve(context.Background()); err != nil {
+			return fmt.Errorf("signing credentials unavailable: %w", err)
+		}
+		return nil
 	}
 	return server.New(h, server.Config{
 		MaxBodyBytes:   cfg.Limits.MaxBodyBytes,
@@ -154,5 +167,5 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		WriteTimeout:   cfg.Limits.WriteTimeout,
 		IdleTimeout:    cfg.Limits.IdleTimeout,
 		MaxConcurrency: cfg.Limits.MaxConcurrency,
-	}), authn.Close, nil
+	}, credentialsReady), closeAll, nil
 }

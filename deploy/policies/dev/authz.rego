@@ -1,53 +1,35 @@
 # Development policy embedded in `countersign serve -dev`. NOT for
-# production: every caller may read, write, delete and list objects in the
-# development buckets listed in data.countersign.dev.buckets. Admin
-# operations (ACLs, bucket configuration, unknown requests) and requests
-# carrying headers that change an object's protection are denied.
+# production: every caller — authenticated or not (principal null) — may
+# read, write, delete and list objects in the development buckets listed
+# in data.countersign.dev.buckets. The guardrails (guardrails.rego) still
+# deny admin operations (ACLs, bucket configuration, unknown requests) and
+# headers that change an object's protection.
 package countersign.authz
+
+import data.countersign.lib.guardrails
 
 default allow := false
 
-data_access := {"read", "write", "delete", "list"}
-
+# Composition (see deploy/policies/README.md): any reason in deny refuses;
+# otherwise some permit allows.
 allow if {
-	input.access in data_access
-	input.resource.bucket in data.countersign.dev.buckets
-	not dangerous_header
-	copy_source_allowed
+	count(deny) == 0
+	count(permit) > 0
 }
 
-reason := "admin operations are not allowed" if input.access == "admin"
+deny contains msg if some msg in guardrails.deny
 
-reason := sprintf("bucket %q is not a development bucket", [input.resource.bucket]) if {
-	input.access != "admin"
-	not input.resource.bucket in data.countersign.dev.buckets
+deny contains msg if {
+	input.copy_source != null
+	not object.get(input.copy_source, "bucket", "") in data.countersign.dev.buckets
+	msg := sprintf("copy source bucket %q is not a development bucket", [object.get(input.copy_source, "bucket", "")])
 }
 
-reason := "request carries a header that changes object protection" if dangerous_header
+permit contains "dev-bucket" if input.resource.bucket in data.countersign.dev.buckets
 
-copy_source_allowed if input.copy_source == null
+reason := concat("; ", sort(deny)) if count(deny) > 0
 
-copy_source_allowed if input.copy_source.bucket in data.countersign.dev.buckets
-
-# Headers that change access control, retention or the HTTP method.
-dangerous_prefixes := {"x-amz-grant-", "x-amz-object-lock-"}
-
-dangerous_names := {
-	"x-amz-acl",
-	"x-amz-website-redirect-location",
-	"x-amz-bypass-governance-retention",
-	"x-http-method-override",
-	"x-http-method",
-	"x-method-override",
-}
-
-dangerous_header if {
-	some name, _ in input.request.headers
-	name in dangerous_names
-}
-
-dangerous_header if {
-	some name, _ in input.request.headers
-	some p in dangerous_prefixes
-	startswith(name, p)
+reason := sprintf("bucket %q is not a development bucket", [object.get(input.resource, "bucket", "")]) if {
+	count(deny) == 0
+	count(permit) == 0
 }

@@ -1,0 +1,95 @@
+# Table scope, from the catalog's table locations in data.countersign.tables:
+#
+#   {"<prefix>/<namespace levels joined by .>/<name>": {
+#       "location": "s3://bucket/path/to/table/",
+#       "grants":   {"<group>": ["read", "list"], ...}}}
+#
+# On the per-table sign route (input.table set) every object, list prefix
+# and copy source must lie under the table's location: a key in a sibling
+# table, or outside any table, is denied (`deny`) even if another rule of
+# the policy would allow it. The table's grants say which groups may do
+# what to it (`allow`).
+#
+# On the legacy route (input.table null) this library neither denies nor
+# allows: it defers to the policy's other rules. A policy made of this
+# library alone therefore refuses the legacy route.
+#
+# A library, not a complete policy (see README.md, "Composition"); every
+# copy of this file in deploy/policies is identical.
+package countersign.lib.table_scope
+
+import data.countersign.lib.location
+import data.countersign.tables
+
+# id is the table's key in data.countersign.tables. (A namespace level
+# containing "." is indistinguishable from two levels; both name the same
+# entry, so they get the same location and grants.)
+id := concat("/", [input.table.prefix, concat(".", input.table.namespace), input.table.name])
+
+table := tables[id]
+
+loc := location.parse(table.location)
+
+deny contains msg if {
+	input.table != null
+	not table
+	msg := sprintf("table %v is not in data.countersign.tables", [object.get(input.table, "name", "")])
+}
+
+deny contains msg if {
+	table
+	not loc
+	msg := sprintf("table %v has no valid s3:// location", [id])
+}
+
+deny contains msg if {
+	loc
+	not location.covers(loc, input.resource)
+	msg := sprintf("%v is outside table %v (%v)", [describe(input.resource), id, table.location])
+}
+
+deny contains msg if {
+	loc
+	input.copy_source != null
+	not location.covers(loc, input.copy_source)
+	msg := sprintf("copy source %v is outside table %v (%v)", [describe(input.copy_source), id, table.location])
+}
+
+describe(res) := sprintf("%v (prefix %q)", [object.get(res, "arn", "the bucket"), res.prefix]) if is_string(res.prefix)
+
+describe(res) := object.get(res, "arn", "the object") if not is_string(res.prefix)
+
+default allow := false
+
+allow if {
+	loc
+	count(deny) == 0
+	location.covers(loc, input.resource)
+	copy_source_covered
+	some group in input.principal.groups
+	input.access in table.grants[group]
+}
+
+copy_source_covered if input.copy_source == null
+
+copy_source_covered if location.covers(loc, input.copy_source)
+
+reason := "legacy sign route: no table named; this policy allows only the per-table route" if input.table == null
+
+reason := "no principal: the request is not authenticated" if {
+	input.table != null
+	count(deny) == 0
+	input.principal == null
+}
+
+reason := msg if {
+	input.table != null
+	count(deny) == 0
+	input.principal != null
+	not allow
+	msg := sprintf("no group of %v is granted %v on table %v", [
+		object.get(input.principal, "id", ""),
+		object.get(input, "access", null),
+		id,
+	])
+}

@@ -1,0 +1,416 @@
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/loader"
+)
+
+// ErrNoPolicy is Authorize's error while no policy is loaded. The server
+// refuses the request (503): nothing is signed without a decision.
+var ErrNoPolicy = errors.New("policy: no policy loaded")
+
+// ManagerOptions configures a Manager beyond its source.
+type ManagerOptions struct {
+	// FS, if set, is loaded once instead of the SourceConfig and never
+	// reloaded (the embedded policy of serve -dev).
+	FS fs.FS
+	// Logger receives reload successes (info) and failures (error, with
+	// the file and line of a compile error). Default: discard.
+	Logger *slog.Logger
+	// OnReload is called after a changed policy was loaded and swapped in,
+	// with its revision (not for the initial load: see Revision). Hooks
+	// run on the polling goroutine, or on the caller's of Reload.
+	OnReload func(revision string)
+	// OnReloadError is called when a changed policy was rejected (compile
+	// error, bad signature, unreachable bundle server, unreadable file);
+	// the previous policy keeps serving. A rejected file or bundle that
+	// stays the same is reported once; a failing download, at every poll.
+	OnReloadError func(error)
+	// HTTPClient fetches bundle.url. Default: a client with
+	// bundle.timeout.
+	HTTPClient *http.Client
+}
+
+// Status describes the Manager's current policy and its last failure, for
+// readiness checks and metrics.
+type Status struct {
+	// Source names where the policy comes from ("paths ...", "bundle ...").
+	Source string
+	// Revision of the policy in force; empty while none is loaded.
+	Revision string
+	// LoadedAt is when that policy was loaded.
+	LoadedAt time.Time
+	// LastError is the most recent failed load, nil once a later load
+	// succeeded.
+	LastError error
+	// LastErrorAt is when LastError happened.
+	LastErrorAt time.Time
+}
+
+// Manager is the Authorizer the server uses: it delegates every decision
+// to the current Engine, and replaces that Engine when the policy source
+// changes. A changed policy that fails to load is rejected and the last
+// good one keeps serving. The hot path takes no lock: the Engine is read
+// from an atomic pointer, and a request that started on the old Engine
+// finishes on it.
+//
+// The zero Manager has no policy: Authorize returns ErrNoPolicy.
+type Manager struct {
+	engine atomic.Pointer[Engine]
+
+	src    SourceConfig
+	source string // src described, for logs and Status
+	opts   ManagerOptions
+	log    *slog.Logger
+	verify *bundle.VerificationConfig
+	client *http.Client
+
+	reloadMu sync.Mutex // serializes loads; guards the change detection below
+	seenHash string     // content hash of the last input processed (loaded or rejected)
+	etag     string     // bundle.url: ETag of the last response processed
+
+	statusMu sync.Mutex
+	status   Status
+
+	lifeMu sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+}
+
+// NewManager validates src and loads the policy once. Any error — invalid
+// configuration, unreadable key, compile error (naming file and line), bad
+// signature, unreachable bundle server — is returned: countersign must not
+// start without its policy. Call Start to begin watching for changes.
+func NewManager(ctx context.Context, src SourceConfig, opts ManagerOptions) (*Manager, error) {
+	m := &Manager{src: src, opts: opts, log: opts.Logger}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.FS != nil {
+		m.source = "embedded policy"
+		m.status.Source = m.source
+		e, err := Load(ctx, Options{FS: opts.FS})
+		if err != nil {
+			return nil, err
+		}
+		m.swap(e)
+		return m, nil
+	}
+	if err := src.Validate(); err != nil {
+		return nil, err
+	}
+	m.source = src.describe()
+	m.status.Source = m.source
+	verify, err := verificationConfig(src.Bundle.Verification)
+	if err != nil {
+		return nil, err
+	}
+	m.verify = verify
+	m.client = opts.HTTPClient
+	if m.client == nil {
+		timeout := src.Bundle.Timeout
+		if timeout == 0 {
+			timeout = DefaultBundleTimeout
+		}
+		m.client = &http.Client{Timeout: timeout}
+	}
+	if _, err := m.load(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Authorize decides one input with the current policy. The Decision
+// carries the revision of the Engine that decided.
+func (m *Manager) Authorize(ctx context.Context, in *Input) (Decision, error) {
+	e := m.engine.Load()
+	if e == nil {
+		return Decision{}, ErrNoPolicy
+	}
+	return e.Authorize(ctx, in)
+}
+
+// Revision is the revision of the policy in force, empty if none.
+func (m *Manager) Revision() string {
+	if e := m.engine.Load(); e != nil {
+		return e.Revision()
+	}
+	return ""
+}
+
+// Status reports the policy in force and the last failure.
+func (m *Manager) Status() Status {
+	m.statusMu.Lock()
+	defer m.statusMu.Unlock()
+	return m.status
+}
+
+// Start watches the source in the background until ctx ends or Close:
+// paths and bundle.file every reload_interval, bundle.url every
+// bundle.poll_interval. It does nothing for an embedded policy or when
+// already started.
+func (m *Manager) Start(ctx context.Context) {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.opts.FS != nil || m.source == "" || m.done != nil || m.closed {
+		return // embedded, zero Manager, already started, or closed
+	}
+	interval := m.src.ReloadInterval
+	if interval == 0 {
+		interval = DefaultReloadInterval
+	}
+	if m.src.Bundle.URL != "" {
+		interval = m.src.Bundle.PollInterval
+		if interval == 0 {
+			interval = DefaultPollInterval
+		}
+	}
+	ctx, m.cancel = context.WithCancel(ctx)
+	m.done = make(chan struct{})
+	go m.poll(ctx, interval, m.done)
+}
+
+func (m *Manager) poll(ctx context.Context, interval time.Duration, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = m.Reload(ctx)
+		}
+	}
+}
+
+// Close stops watching and waits for a reload in progress to end. The
+// policy in force keeps answering Authorize.
+func (m *Manager) Close() error {
+	m.lifeMu.Lock()
+	m.closed = true
+	cancel, done := m.cancel, m.done
+	m.lifeMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// Reload checks the source now and loads it if it changed (Start does this
+// periodically; call it directly on SIGHUP, say). A rejected policy is
+// logged, recorded in Status and reported to OnReloadError, and returned;
+// the previous policy keeps serving.
+func (m *Manager) Reload(ctx context.Context) error {
+	if m.opts.FS != nil || m.source == "" {
+		return nil // embedded policy, or the zero Manager
+	}
+	changed, err := m.load(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return err // shutting down: not a policy failure
+	case err != nil:
+		m.statusMu.Lock()
+		m.status.LastError, m.status.LastErrorAt = err, time.Now()
+		m.statusMu.Unlock()
+		attrs := []any{"source", m.source, "serving_revision", m.Revision(), "err", err.Error()}
+		if loc := errorLocation(err); loc != "" {
+			attrs = append(attrs, "location", loc)
+		}
+		m.log.Error("policy reload rejected; the previous policy keeps serving", attrs...)
+		if m.opts.OnReloadError != nil {
+			m.opts.OnReloadError(err)
+		}
+		return err
+	case changed != "":
+		m.log.Info("policy reloaded", "source", m.source, "revision", changed)
+		if m.opts.OnReload != nil {
+			m.opts.OnReload(changed)
+		}
+	}
+	return nil
+}
+
+// load reads the source and, if its content differs from the last one
+// processed, compiles and swaps it in. It returns the new revision, or ""
+// when nothing changed.
+func (m *Manager) load(ctx context.Context) (string, error) {
+	m.reloadMu.Lock()
+	defer m.reloadMu.Unlock()
+
+	var (
+		e   *Engine
+		sum string
+		err error
+	)
+	switch {
+	case m.src.Bundle.URL != "":
+		var body []byte
+		var etag string
+		body, etag, err = fetchBundle(ctx, m.client, m.src.Bundle.URL, m.etag)
+		if errors.Is(err, errNotModified) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		sum = contentHash(body)
+		if sum == m.seenHash {
+			m.etag = etag
+			return "", nil
+		}
+		m.seenHash, m.etag = sum, etag
+		e, err = readBundle(ctx, "bundle "+redactURL(m.src.Bundle.URL), body, m.verify)
+	case m.src.Bundle.File != "":
+		var data []byte
+		data, err = os.ReadFile(m.src.Bundle.File)
+		if err != nil {
+			return "", fmt.Errorf("policy: bundle.file: %w", err)
+		}
+		sum = contentHash(data)
+		if sum == m.seenHash {
+			return "", nil
+		}
+		m.seenHash = sum
+		e, err = readBundle(ctx, "bundle "+m.src.Bundle.File, data, m.verify)
+	default:
+		sum, err = hashPaths(m.src.Paths)
+		if err != nil {
+			return "", fmt.Errorf("policy: reading paths: %w", err)
+		}
+		if sum == m.seenHash {
+			return "", nil
+		}
+		m.seenHash = sum
+		e, err = Load(ctx, Options{Paths: m.src.Paths})
+	}
+	if err != nil {
+		return "", err
+	}
+	cur := m.engine.Load()
+	if cur != nil && cur.content == e.content {
+		// Same policy and data (a file rewritten identically, a data file
+		// reformatted, a bundle rebuilt from the same sources).
+		m.clearError()
+		return "", nil
+	}
+	if cur != nil && cur.revision == e.revision {
+		m.log.Warn("policy content changed but its revision did not; decisions keep naming the old revision",
+			"source", m.source, "revision", e.revision)
+	}
+	m.swap(e)
+	return e.Revision(), nil
+}
+
+func (m *Manager) swap(e *Engine) {
+	m.engine.Store(e)
+	m.statusMu.Lock()
+	m.status.Revision, m.status.LoadedAt = e.Revision(), time.Now()
+	m.status.LastError, m.status.LastErrorAt = nil, time.Time{}
+	m.statusMu.Unlock()
+}
+
+func (m *Manager) clearError() {
+	m.statusMu.Lock()
+	m.status.LastError, m.status.LastErrorAt = nil, time.Time{}
+	m.statusMu.Unlock()
+}
+
+// errorLocation is "file:line" of the first compile or parse error in err.
+func errorLocation(err error) string {
+	var errs ast.Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			if e.Location != nil {
+				return fmt.Sprintf("%s:%d", e.Location.File, e.Location.Row)
+			}
+		}
+	}
+	var le loader.Errors
+	if errors.As(err, &le) {
+		for _, e := range le {
+			if loc := errorLocation(e); loc != "" {
+				return loc
+			}
+		}
+	}
+	var ae *ast.Error
+	if errors.As(err, &ae) && ae.Location != nil {
+		return fmt.Sprintf("%s:%d", ae.Location.File, ae.Location.Row)
+	}
+	return ""
+}
+
+// hashPaths hashes every file Load would read under paths (same filter,
+// symlinks followed), so a poll that finds nothing changed costs a read
+// and a hash, not a compile.
+func hashPaths(paths []string) (string, error) {
+	h := sha256.New()
+	for _, p := range paths {
+		_, p = loader.SplitPrefix(p)
+		fmt.Fprintf(h, "path\x00%s\x00", p)
+		if err := hashTree(h, p, 0); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
+func hashTree(h hash.Hash, path string, depth int) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if skipFiles(path, info, depth) {
+		return nil
+	}
+	if !info.IsDir() {
+		if depth > 0 && !policyFile(info.Name()) {
+			return nil // the loader ignores unknown files inside directories
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "file\x00%s\x00%d\x00", path, len(data))
+		h.Write(data)
+		return nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	for _, de := range entries {
+		if err := hashTree(h, filepath.Join(path, de.Name()), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func policyFile(name string) bool {
+	switch filepath.Ext(name) {
+	case ".rego", ".json", ".yaml", ".yml":
+		return true
+	}
+	return strings.HasSuffix(name, ".tar.gz")
+}

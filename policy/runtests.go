@@ -1,0 +1,235 @@
+package policy
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/tester"
+)
+
+// TestOptions configures RunTests (countersign policy test).
+type TestOptions struct {
+	// Run, if set, is a regular expression selecting the tests to run by
+	// their full name (data.<package>.test_<name>), like opa test -r.
+	Run string
+	// Verbose reports every test, not only failures, and prints the
+	// evaluation trace of failures.
+	Verbose bool
+	// Output receives the report (opa test's format). Default: discard.
+	Output io.Writer
+	// Timeout bounds each test (default 5s).
+	Timeout time.Duration
+}
+
+// TestSummary counts test outcomes.
+type TestSummary struct {
+	Pass, Fail, Error, Skip int
+}
+
+// Total is the number of tests found.
+func (s TestSummary) Total() int { return s.Pass + s.Fail + s.Error + s.Skip }
+
+// OK reports whether tests ran and none failed or errored.
+func (s TestSummary) OK() bool { return s.Pass > 0 && s.Fail == 0 && s.Error == 0 }
+
+// RunTests runs the Rego unit tests (rules named test_*, Rego v1) found in
+// paths with OPA's tester, and writes a report like `opa test`. The paths
+// are loaded together as one policy, _test.rego files included. A path
+// ending in "/..." stands for every directory below it that contains
+// *_test.rego files, each loaded and tested on its own (as each example
+// directory of deploy/policies is a complete policy of its own).
+//
+// The error is for what prevents running tests at all: unreadable paths,
+// parse or compile errors (with file and line), an invalid Run pattern.
+// Test failures are in the summary.
+func RunTests(ctx context.Context, paths []string, opts TestOptions) (TestSummary, error) {
+	var sum TestSummary
+	out := opts.Output
+	if out == nil {
+		out = io.Discard
+	}
+	units, err := testUnits(paths)
+	if err != nil {
+		return sum, err
+	}
+	for i, unit := range units {
+		if len(units) > 1 {
+			if i > 0 {
+				fmt.Fprintln(out)
+			}
+			fmt.Fprintf(out, "=== %s\n", strings.Join(unit, " "))
+		}
+		s, err := runTestUnit(ctx, unit, opts, out)
+		if err != nil {
+			return sum, err
+		}
+		sum.Pass += s.Pass
+		sum.Fail += s.Fail
+		sum.Error += s.Error
+		sum.Skip += s.Skip
+	}
+	if len(units) > 1 {
+		fmt.Fprintf(out, "\nTOTAL: %d passed, %d failed, %d errors, %d skipped\n", sum.Pass, sum.Fail, sum.Error, sum.Skip)
+	}
+	return sum, nil
+}
+
+// testUnits groups paths into the sets loaded together: all plain paths in
+// one, and one per test directory found under each "dir/..." pattern.
+func testUnits(paths []string) ([][]string, error) {
+	var plain []string
+	var units [][]string
+	for _, p := range paths {
+		root, ok := strings.CutSuffix(filepath.ToSlash(p), "/...")
+		if !ok && p != "..." {
+			plain = append(plain, p)
+			continue
+		}
+		if p == "..." {
+			root = "."
+		}
+		found, err := testDirs(filepath.FromSlash(root))
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("policy: no *_test.rego files under %s", root)
+		}
+		for _, d := range found {
+			units = append(units, []string{d})
+		}
+	}
+	if len(plain) > 0 {
+		units = append([][]string{plain}, units...)
+	}
+	if len(units) == 0 {
+		return nil, errors.New("policy: no test paths given")
+	}
+	return units, nil
+}
+
+// testDirs lists the directories under root that directly contain a
+// *_test.rego file, skipping hidden directories and the subtrees of
+// directories already listed.
+func testDirs(root string) ([]string, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if path != root && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && isTestFile(e.Name()) {
+				dirs = append(dirs, path)
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return dirs, err
+}
+
+func runTestUnit(ctx context.Context, paths []string, opts TestOptions, out io.Writer) (TestSummary, error) {
+	var sum TestSummary
+	modules, store, err := tester.LoadWithRegoVersion(paths, skipHidden, ast.RegoV1)
+	if err != nil {
+		return sum, fmt.Errorf("policy: loading %s: %w", strings.Join(paths, ", "), err)
+	}
+	txn, err := store.NewTransaction(ctx, storage.WriteParams)
+	if err != nil {
+		return sum, err
+	}
+	defer store.Abort(ctx, txn)
+
+	compiler := ast.NewCompiler().
+		WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn)).
+		WithEnablePrintStatements(true).
+		WithCapabilities(ast.CapabilitiesForThisVersion()).
+		WithUseTypeCheckAnnotations(true).
+		WithRewriteTestRules(true).
+		WithDefaultRegoVersion(ast.RegoV1)
+	runner := tester.NewRunner().
+		SetCompiler(compiler).
+		SetStore(store).
+		SetDefaultRegoVersion(ast.RegoV1).
+		CapturePrintOutput(true).
+		EnableTracing(true).
+		StackTraces(true).
+		SetModules(modules).
+		SetTimeout(cmp.Or(opts.Timeout, 5*time.Second)).
+		Filter(opts.Run)
+	ch, err := runner.RunTests(ctx, txn)
+	if err != nil {
+		return sum, fmt.Errorf("policy: compiling %s: %w", strings.Join(paths, ", "), err)
+	}
+
+	// Results arrive in any order (tests run in parallel): report them in
+	// file and line order so the output is stable.
+	var results []*tester.Result
+	for r := range ch {
+		results = append(results, r)
+	}
+	slices.SortFunc(results, func(a, b *tester.Result) int {
+		if a.Location != nil && b.Location != nil {
+			if c := cmp.Compare(a.Location.File, b.Location.File); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.Location.Row, b.Location.Row); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.Package+"."+a.Name, b.Package+"."+b.Name)
+	})
+	for _, r := range results {
+		switch {
+		case r.Skip:
+			sum.Skip++
+		case r.Error != nil:
+			sum.Error++
+		case r.Fail:
+			sum.Fail++
+		default:
+			sum.Pass++
+		}
+	}
+	if len(results) == 0 {
+		fmt.Fprintf(out, "no tests found in %s\n", strings.Join(paths, ", "))
+		return sum, nil
+	}
+	rch := make(chan *tester.Result, len(results))
+	for _, r := range results {
+		rch <- r
+	}
+	close(rch)
+	rep := tester.PrettyReporter{Output: out, Verbose: opts.Verbose, FailureLine: true, LocalVars: true}
+	if err := rep.Report(rch); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// skipHidden keeps hidden entries below the given paths out of tests, as
+// Load does.
+func skipHidden(_ string, info fs.FileInfo, depth int) bool {
+	return depth > 0 && strings.HasPrefix(info.Name(), ".")
+}
