@@ -1,11 +1,12 @@
-# Policy for the end-to-end tests: data operations on bucket "lake" are
-# allowed except under "denied/"; the bucket "private" and every admin
-# operation are denied.
+# Policy for the end-to-end tests: members of group "engineers" may use
+# bucket "lake" for data operations, except keys under "denied/"; the
+# bucket "private", admin operations and every other principal are denied.
 package countersign.authz
 
 default allow := false
 
 allow if {
+	"engineers" in input.principal.groups
 	input.access in {"read", "write", "delete", "list"}
 	input.resource.bucket == "lake"
 	not startswith(input.resource.key, "denied/")
