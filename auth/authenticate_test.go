@@ -2,7 +2,10 @@ package auth
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
@@ -120,7 +123,7 @@ func TestTimeClaims(t *testing.T) {
 		}
 		// Tokens without exp are never cached.
 		id2, _ := b.Authenticate(context.Background(), h, nil)
-		if id1 == id2 {
+		if id1 == id2 || b.cache.lru.Len() != 0 {
 			t.Fatal("a token without exp was cached")
 		}
 		// An exp that is present is still enforced.
@@ -220,6 +223,16 @@ func TestAlgorithmAttacks(t *testing.T) {
 		expectReason(t, a, bearer(mint(hdr("ES256", "rsa1"), claims, es256(testEC()))), ReasonAlgorithmNotAllowed)
 		// EdDSA header with the EC kid.
 		expectReason(t, a, bearer(mint(hdr("EdDSA", "ec1"), claims, eddsa(testEd()))), ReasonAlgorithmNotAllowed)
+		// ES256 names P-256: a P-384 key does not fit it.
+		p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newJWKSServer(t, jwks(ecJWK("p384", &p384.PublicKey)))
+		cfg := jwksConfig(srv.URL)
+		cfg.AllowedAlgorithms = []string{"ES256", "ES384"}
+		b := newAuth(t, cfg, c)
+		expectReason(t, b, bearer(mint(hdr("ES256", "p384"), claims, es256(testEC()))), ReasonAlgorithmNotAllowed)
 	})
 
 	t.Run("JWK alg must match header alg", func(t *testing.T) {
@@ -279,7 +292,8 @@ func TestMalformedTokens(t *testing.T) {
 		{"bad base64 character", p[0] + "." + p[1] + "!." + p[2]},
 		{"base64 padding", p[0] + "=." + p[1] + "." + p[2]},
 		{"standard base64 alphabet", p[0] + "." + p[1] + "+/." + p[2]},
-		{"impossible base64 length", p[0] + "a." + p[1] + "." + p[2][:len(p[2])-2] + "a"},
+		{"impossible base64 length", "a." + p[1] + "." + p[2]},
+		{"non-canonical base64 (trailing bits)", p[0] + "." + p[1] + "." + nonCanonical(p[2])},
 		{"empty header", "." + p[1] + "." + p[2]},
 		{"empty payload", p[0] + ".." + p[2]},
 		{"header not JSON", b64([]byte("not json")) + "." + p[1] + "." + p[2]},
@@ -304,9 +318,24 @@ func TestMalformedTokens(t *testing.T) {
 		{"space inside", p[0] + "." + p[1] + " ." + p[2]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			expectReason(t, a, bearer(tc.tok), ReasonMalformedToken)
+			e := expectReason(t, a, bearer(tc.tok), ReasonMalformedToken)
+			if strings.HasPrefix(tc.name, "JWE") && !strings.Contains(e.Msg, "JWE") {
+				t.Fatalf("message %q does not say JWE", e.Msg)
+			}
 		})
 	}
+}
+
+// nonCanonical changes the unused low bits of the last character of an
+// unpadded base64url segment whose length is 2 mod 4: lenient decoders
+// return the same bytes, so the token would have two spellings.
+func nonCanonical(seg string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	if len(seg)%4 != 2 {
+		panic("segment length is not 2 mod 4")
+	}
+	i := strings.IndexByte(alphabet, seg[len(seg)-1])
+	return seg[:len(seg)-1] + string(alphabet[i|1])
 }
 
 func TestBearerScheme(t *testing.T) {

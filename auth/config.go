@@ -107,16 +107,13 @@ type Config struct {
 	MTLSPrincipal string `yaml:"mtls_principal"`
 }
 
-// Enabled reports whether the section is present at all (any key set).
-// The caller skips Validate and New when it is not (the policy then sees a
-// null principal). A section with some keys but no key source is enabled,
-// so that Validate reports the missing key instead of authentication
-// silently staying off.
+// Enabled reports whether a credential source is configured: a key
+// source for bearer tokens (jwks_url, jwks_file, hs256_secret) or
+// mtls_principal. Validate and New fail without one, naming the keys, so
+// authentication cannot silently stay off; serve -dev uses Enabled to
+// decide whether to generate a development secret.
 func (c *Config) Enabled() bool {
-	return c.Issuer != "" || len(c.Audience) != 0 || c.JWKSURL != "" || c.JWKSFile != "" ||
-		c.JWKSRefresh != 0 || c.JWKSMinRefresh != 0 || c.HS256Secret != "" || c.Leeway != 0 ||
-		c.PrincipalClaim != "" || c.GroupsClaim != "" || len(c.AllowedAlgorithms) != 0 ||
-		c.CacheSize != 0 || c.RequireExp != nil || c.MTLSPrincipal != ""
+	return c.bearerEnabled() || c.MTLSPrincipal != MTLSOff
 }
 
 // bearerEnabled reports whether bearer tokens are accepted at all.
@@ -142,7 +139,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("auth.mtls_principal must be one of subject-cn, san-uri, san-dns (or empty), not %q", c.MTLSPrincipal)
 	}
-	if !c.bearerEnabled() && c.MTLSPrincipal == MTLSOff {
+	if !c.Enabled() {
 		return fmt.Errorf("auth: one of auth.jwks_url, auth.jwks_file, auth.hs256_secret or auth.mtls_principal is required")
 	}
 

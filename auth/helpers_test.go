@@ -195,10 +195,11 @@ func rsaJWK(kid, alg string, k *rsa.PublicKey) map[string]any {
 }
 
 func ecJWK(kid string, k *ecdsa.PublicKey) map[string]any {
-	x, y := make([]byte, 32), make([]byte, 32)
+	size := (k.Curve.Params().BitSize + 7) / 8
+	x, y := make([]byte, size), make([]byte, size)
 	k.X.FillBytes(x)
 	k.Y.FillBytes(y)
-	return map[string]any{"kty": "EC", "kid": kid, "crv": "P-256", "x": b64(x), "y": b64(y)}
+	return map[string]any{"kty": "EC", "kid": kid, "crv": k.Curve.Params().Name, "x": b64(x), "y": b64(y)}
 }
 
 func edJWK(kid string, k ed25519.PublicKey) map[string]any {
@@ -227,11 +228,10 @@ func newJWKSServer(t testing.TB, body []byte) *jwksServer {
 	s.status.Store(http.StatusOK)
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fetches.Add(1)
-		if st := int(s.status.Load()); st != http.StatusOK {
-			http.Error(w, "down", st)
-			return
-		}
+		// A failing status still carries a valid JWKS, so only the
+		// status check can refuse it.
 		w.Header().Set("Content-Type", "application/jwk-set+json")
+		w.WriteHeader(int(s.status.Load()))
 		w.Write(*s.body.Load())
 	}))
 	t.Cleanup(s.Close)

@@ -173,7 +173,9 @@ func TestStartupFailsClosed(t *testing.T) {
 	closed.Close()
 	garbage := newJWKSServer(t, []byte("<html>login</html>"))
 	onlyOct := newJWKSServer(t, jwks(map[string]any{"kty": "oct", "kid": "h", "k": b64([]byte(testSecret))}))
-	redirect := httptest.NewServer(http.RedirectHandler(down.URL, http.StatusFound))
+	// The redirect target serves a good JWKS: following it would succeed.
+	good := newJWKSServer(t, defaultJWKS())
+	redirect := httptest.NewServer(http.RedirectHandler(good.URL, http.StatusFound))
 	t.Cleanup(redirect.Close)
 
 	for name, url := range map[string]string{

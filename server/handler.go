@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
@@ -56,6 +58,8 @@ type Options struct {
 	CacheableReads bool
 	// Limits bounds the decoded sign request.
 	Limits remotesign.Limits
+	// Metrics records requests and decisions; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Stages are the steps of the signing pipeline, in request order.
@@ -111,6 +115,13 @@ func normalizeBasePaths(in []string) []string {
 
 // serveSign handles one POST to a sign route.
 func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
+	h.sign(ctx, rt)
+	if m := h.opts.Metrics; m != nil {
+		m.Requests.WithLabelValues(rt.name, strconv.Itoa(ctx.Response.StatusCode())).Inc()
+	}
+}
+
+func (h *Handler) sign(ctx *fasthttp.RequestCtx, rt route) {
 	dec := h.decoders.Get().(*remotesign.Decoder)
 	in, err := dec.Decode(ctx.PostBody(), h.opts.Limits)
 	h.decoders.Put(dec)
@@ -126,7 +137,11 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 	id, err := h.stages.Authenticator.Authenticate(stageCtx, ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx))
 	if err != nil {
 		var ae *auth.Error
-		if errors.As(err, &ae) && ae.Retryable() {
+		errors.As(err, &ae)
+		if m := h.opts.Metrics; m != nil && ae != nil {
+			m.AuthFailures.WithLabelValues(ae.Reason.String()).Inc()
+		}
+		if ae != nil && ae.Retryable() {
 			h.log.Error("authentication keys unavailable", "err", err)
 			writeError(ctx, http.StatusServiceUnavailable, ae.Msg, 1)
 			return
@@ -204,6 +219,7 @@ func (h *Handler) authorize(ctx context.Context, rt route, id *auth.Identity, re
 		in.CopySource = copySource
 		in.Source.IP = sourceIP
 		d, err := h.stages.Authorizer.Authorize(ctx, in)
+		h.countDecision(t.Action, d.Allow, err)
 		if err != nil {
 			h.log.Error("policy evaluation failed", "err", err, "operation", t.Operation, "bucket", t.Bucket)
 			return http.StatusServiceUnavailable, "policy evaluation is unavailable; nothing was signed"
@@ -213,6 +229,21 @@ func (h *Handler) authorize(ctx context.Context, rt route, id *auth.Identity, re
 		}
 	}
 	return http.StatusOK, ""
+}
+
+func (h *Handler) countDecision(action string, allow bool, err error) {
+	m := h.opts.Metrics
+	if m == nil {
+		return
+	}
+	result := "deny"
+	switch {
+	case err != nil:
+		result = "error"
+	case allow:
+		result = "allow"
+	}
+	m.Decisions.WithLabelValues(action, result).Inc()
 }
 
 func deniedMessage(t *s3req.Target) string {

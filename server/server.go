@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
 // Config is the HTTP listener's configuration.
@@ -51,6 +53,7 @@ type Server struct {
 	handler *Handler
 	ready   []ReadinessCheck
 	fast    *fasthttp.Server
+	metrics fasthttp.RequestHandler // nil when metrics are off
 	closing atomic.Bool
 }
 
@@ -58,6 +61,9 @@ type Server struct {
 func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 	cfg.setDefaults()
 	s := &Server{handler: h, ready: ready}
+	if m := h.opts.Metrics; m != nil {
+		s.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	}
 	s.fast = &fasthttp.Server{
 		Name:                          "countersign",
 		Handler:                       s.serve,
@@ -100,6 +106,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	case "/readyz":
 		s.serveReady(ctx)
 		return
+	case "/metrics":
+		if s.metrics != nil {
+			s.metrics(ctx)
+			return
+		}
 	}
 	rt, ok := matchSignRoute(path, s.handler.opts.BasePaths)
 	if !ok {

@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
@@ -333,6 +334,27 @@ allow if {
 		}
 		if tok := strings.TrimPrefix(tc.authorization, "Bearer "); len(tok) > 20 && strings.Contains(r.raw, tok) {
 			t.Fatalf("case %d: the token is echoed", i)
+		}
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	m := metrics.New()
+	s := newTestServer(t, testPolicy, nil, Options{Metrics: m})
+	do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k"))
+	do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/denied/k"))
+	doAs(t, s, "", "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k"))
+	r := do(t, s, "GET", "/metrics", "")
+	for _, want := range []string{
+		`countersign_requests_total{route="legacy",status="200"} 1`,
+		`countersign_requests_total{route="legacy",status="403"} 1`,
+		`countersign_requests_total{route="legacy",status="401"} 1`,
+		`countersign_decisions_total{action="s3:GetObject",result="allow"} 1`,
+		`countersign_decisions_total{action="s3:GetObject",result="deny"} 1`,
+		`countersign_auth_failures_total{reason="missing_token"} 1`,
+	} {
+		if !strings.Contains(r.raw, want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }

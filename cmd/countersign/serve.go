@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/deploy/policies"
+	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
@@ -101,6 +102,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // build wires the stages of the signing pipeline from configuration, in
 // request order. The returned func releases background work (key refresh).
 func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server.Server, func(), error) {
+	m := metrics.New()
 	authn, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %w", err)
@@ -116,7 +118,11 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		return nil, nil, fmt.Errorf("config endpoints: %w", err)
 	}
 
-	mo := policy.ManagerOptions{Logger: log}
+	mo := policy.ManagerOptions{
+		Logger:        log,
+		OnReload:      func(rev string) { m.PolicyReloaded(nil); m.SetPolicyRevision(rev) },
+		OnReloadError: m.PolicyReloaded,
+	}
 	if dev && !cfg.Policy.Configured() {
 		mo.FS = policies.Dev()
 	}
@@ -127,6 +133,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 	}
 	pm.Start(ctx)
 	log.Info("policy loaded", "revision", pm.Revision())
+	m.SetPolicyRevision(pm.Revision())
 	closeAll := func() {
 		pm.Close()
 		authn.Close()
@@ -147,6 +154,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 	}, server.Options{
 		BasePaths:      cfg.BasePaths,
 		CacheableReads: cfg.CacheableReads,
+		Metrics:        m,
 		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
 	}, log)
 	if err != nil {
