@@ -26,6 +26,7 @@ type Config struct {
 	// re-reads within 30 s then bypass policy and audit).
 	CacheableReads bool `yaml:"cacheable_reads"`
 
+	TLS         TLSConfig                `yaml:"tls"`
 	Auth        auth.Config              `yaml:"auth"`
 	Endpoints   []s3req.Endpoint         `yaml:"endpoints"`
 	Credentials signer.CredentialsConfig `yaml:"credentials"`

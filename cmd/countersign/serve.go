@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -52,6 +53,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 
+	tlsConfig, err := cfg.TLS.build()
+	if err != nil {
+		fmt.Fprintln(stderr, "countersign:", err)
+		return 1
+	}
 	srv, closeStages, err := build(ctx, cfg, *dev, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "countersign:", err)
@@ -62,6 +68,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "countersign: listen: %v\n", err)
 		return 1
 	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	defer closeStages()
 	if *dev {
 		if err := printDevBanner(stdout, cfg, ln.Addr().String()); err != nil {
@@ -69,7 +78,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 	}
-	log.Info("countersign serving", "addr", ln.Addr().String(), "version", version, "dev", *dev)
+	log.Info("countersign serving", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "version", version, "dev", *dev)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
