@@ -358,3 +358,14 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestNoPolicyLoadedFailsClosed: an authorizer with no policy loaded (the
+// zero policy.Manager) refuses to sign with 503, never allows.
+func TestNoPolicyLoadedFailsClosed(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{})
+	s.handler.stages.Authorizer = &policy.Manager{}
+	r := do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k"))
+	if r.status != http.StatusServiceUnavailable || r.header["Retry-After"] == "" || strings.Contains(r.raw, "AWS4-HMAC") {
+		t.Fatalf("got %d %v %s", r.status, r.header, r.raw)
+	}
+}
