@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -60,6 +63,8 @@ type Options struct {
 	Limits remotesign.Limits
 	// Metrics records requests and decisions; nil records nothing.
 	Metrics *metrics.Metrics
+	// RateLimit bounds requests per principal (429 with Retry-After).
+	RateLimit RateLimit
 }
 
 // Stages are the steps of the signing pipeline, in request order.
@@ -77,6 +82,7 @@ type Handler struct {
 	stages   Stages
 	opts     Options
 	log      *slog.Logger
+	limiter  *principalLimiter // nil when rate limiting is off
 	decoders sync.Pool
 }
 
@@ -91,7 +97,11 @@ func NewHandler(st Stages, opts Options, log *slog.Logger) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	opts.BasePaths = normalizeBasePaths(opts.BasePaths)
-	h := &Handler{stages: st, opts: opts, log: log}
+	limiter, err := newPrincipalLimiter(opts.RateLimit)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{stages: st, opts: opts, log: log, limiter: limiter}
 	h.decoders.New = func() any { return new(remotesign.Decoder) }
 	return h, nil
 }
@@ -113,122 +123,226 @@ func normalizeBasePaths(in []string) []string {
 	return out
 }
 
-// serveSign handles one POST to a sign route.
+// serveSign handles one POST to a sign route: it runs the stages, then
+// answers. The stages only fill in a call; answering happens in one place
+// (finish) so that every outcome is treated alike.
 func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
-	h.sign(ctx, rt)
+	c := call{route: rt, sourceIP: ctx.RemoteIP().String(), requestID: requestID(ctx)}
+	h.run(ctx, &c)
+	h.finish(ctx, &c)
 	if m := h.opts.Metrics; m != nil {
 		m.Requests.WithLabelValues(rt.name, strconv.Itoa(ctx.Response.StatusCode())).Inc()
 	}
 }
 
-func (h *Handler) sign(ctx *fasthttp.RequestCtx, rt route) {
+// call is one sign request on its way through the pipeline.
+type call struct {
+	route     route
+	sourceIP  string
+	requestID string
+
+	in        *remotesign.Request // nil if the body did not decode
+	identity  *auth.Identity      // nil if authentication failed
+	req       *s3req.Request      // nil if classification failed
+	decisions []decision          // one per target, in target order
+	signed    *signer.Signed      // non-nil only when everything allowed
+
+	// The refusal, when there is one.
+	status     int
+	msg        string
+	retryAfter int
+}
+
+// decision is the policy's answer for one target of the request.
+type decision struct {
+	policy.Decision
+	err     error
+	elapsed time.Duration
+}
+
+func (c *call) refuse(status int, msg string, retryAfter int) {
+	c.status, c.msg, c.retryAfter = status, msg, retryAfter
+}
+
+// run takes the call through decode, authenticate, classify, authorize and
+// sign, stopping at the first refusal.
+func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
+	start := time.Now()
 	dec := h.decoders.Get().(*remotesign.Decoder)
 	in, err := dec.Decode(ctx.PostBody(), h.opts.Limits)
 	h.decoders.Put(dec)
+	start = h.observe("decode", start)
 	if err != nil {
-		writeError(ctx, http.StatusBadRequest, err.Error(), 0)
+		c.refuse(http.StatusBadRequest, err.Error(), 0)
 		return
 	}
+	c.in = in
 
 	// Not ctx itself: a fasthttp RequestCtx is "done" as soon as the server
 	// starts shutting down, and in-flight requests must finish then.
 	stageCtx := context.Background()
 
 	id, err := h.stages.Authenticator.Authenticate(stageCtx, ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx))
+	start = h.observe("authenticate", start)
 	if err != nil {
-		var ae *auth.Error
-		errors.As(err, &ae)
-		if m := h.opts.Metrics; m != nil && ae != nil {
-			m.AuthFailures.WithLabelValues(ae.Reason.String()).Inc()
-		}
-		if ae != nil && ae.Retryable() {
-			h.log.Error("authentication keys unavailable", "err", err)
-			writeError(ctx, http.StatusServiceUnavailable, ae.Msg, 1)
+		h.refuseAuth(c, err)
+		return
+	}
+	c.identity = id
+
+	if h.limiter != nil {
+		if wait, ok := h.limiter.allow(id.Principal.ID); !ok {
+			c.refuse(http.StatusTooManyRequests, "rate limit exceeded for principal "+strconv.Quote(id.Principal.ID), wait)
 			return
 		}
-		msg := err.Error()
-		if ae != nil {
-			msg = "authentication failed (" + ae.Reason.String() + "): " + ae.Msg
-		}
-		writeError(ctx, http.StatusUnauthorized, msg, 0)
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="countersign"`)
-		return
 	}
 
 	req, err := h.stages.Classifier.Classify(in)
+	start = h.observe("classify", start)
 	if err != nil {
 		var ce *s3req.Error
 		if errors.As(err, &ce) {
-			writeError(ctx, ce.Status, ce.Msg, 0)
+			c.refuse(ce.Status, ce.Msg, 0)
 			return
 		}
-		writeError(ctx, http.StatusBadRequest, err.Error(), 0)
+		c.refuse(http.StatusBadRequest, err.Error(), 0)
 		return
 	}
+	c.req = req
 
-	if status, msg := h.authorize(stageCtx, rt, id, req, ctx.RemoteIP().String()); status != http.StatusOK {
-		retry := 0
-		if status == http.StatusServiceUnavailable {
-			retry = 1
-		}
-		writeError(ctx, status, msg, retry)
+	h.authorize(stageCtx, c)
+	start = h.observe("authorize", start)
+	if c.status != 0 {
 		return
 	}
 
 	signed, err := h.stages.Signer.Sign(stageCtx, req)
+	h.observe("sign", start)
 	if err != nil {
 		switch {
 		case errors.Is(err, signer.ErrCredentials):
-			h.log.Error("signing credentials unavailable", "err", err)
-			writeError(ctx, http.StatusServiceUnavailable, "signing credentials are unavailable; nothing was signed", 1)
+			h.log.Error("signing credentials unavailable", "err", err, "request_id", c.requestID)
+			c.refuse(http.StatusServiceUnavailable, "signing credentials are unavailable; nothing was signed", 1)
 		case errors.Is(err, signer.ErrBadRequest):
-			writeError(ctx, http.StatusBadRequest, err.Error(), 0)
+			c.refuse(http.StatusBadRequest, err.Error(), 0)
 		default:
 			// The classifier passed something the signer cannot sign: a bug,
 			// not the client's fault. Refuse, and say so in the log.
-			h.log.Error("signing failed", "err", err, "operation", req.Operation)
-			writeError(ctx, http.StatusInternalServerError, "internal error while signing; nothing was signed", 0)
+			h.log.Error("signing failed", "err", err, "operation", req.Operation, "request_id", c.requestID)
+			c.refuse(http.StatusInternalServerError, "internal error while signing; nothing was signed", 0)
 		}
 		return
 	}
+	c.signed = signed
+}
 
+func (h *Handler) refuseAuth(c *call, err error) {
+	var ae *auth.Error
+	errors.As(err, &ae)
+	if m := h.opts.Metrics; m != nil && ae != nil {
+		m.AuthFailures.WithLabelValues(ae.Reason.String()).Inc()
+	}
+	if ae != nil && ae.Retryable() {
+		h.log.Error("authentication keys unavailable", "err", err, "request_id", c.requestID)
+		c.refuse(http.StatusServiceUnavailable, ae.Msg, 1)
+		return
+	}
+	msg := err.Error()
+	if ae != nil {
+		msg = "authentication failed (" + ae.Reason.String() + "): " + ae.Msg
+	}
+	c.refuse(http.StatusUnauthorized, msg, 0)
+}
+
+// finish answers the call: the signed result, or the refusal in Iceberg's
+// error model.
+func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
+	ctx.Response.Header.Set("X-Request-Id", c.requestID)
+	if c.signed == nil {
+		if c.status == 0 { // unreachable: every path without a signature refuses
+			c.refuse(http.StatusInternalServerError, "internal error; nothing was signed", 0)
+		}
+		writeError(ctx, c.status, c.msg, c.retryAfter)
+		ctx.Response.Header.Set("X-Request-Id", c.requestID)
+		if c.status == http.StatusUnauthorized {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="countersign"`)
+		}
+		return
+	}
 	cache := "no-cache"
-	if h.opts.CacheableReads && readOnly(req) {
+	if h.opts.CacheableReads && readOnly(c.req) {
 		cache = "private"
 	}
 	ctx.SetStatusCode(http.StatusOK)
 	ctx.SetContentType("application/json")
 	ctx.Response.Header.Set("Cache-Control", cache)
-	ctx.SetBody(remotesign.AppendResult(ctx.Response.Body()[:0], in.URI, signed.Headers))
+	ctx.SetBody(remotesign.AppendResult(ctx.Response.Body()[:0], c.in.URI, c.signed.Headers))
 }
 
-// authorize asks the authorizer about every target. One denial denies the
-// whole request, and the answer names the operation and object, never the
-// policy's internals.
-func (h *Handler) authorize(ctx context.Context, rt route, id *auth.Identity, req *s3req.Request, sourceIP string) (int, string) {
+// authorize asks the authorizer about every target — all of them, even
+// after a denial, so that each object has its own decision on record. One
+// denial denies the whole request, and the answer names the operation and
+// object, never the policy's internals.
+func (h *Handler) authorize(ctx context.Context, c *call) {
+	req := c.req
 	var copySource *policy.Resource
 	for i := range req.Targets {
 		if t := &req.Targets[i]; t.Role == "copy-source" {
 			copySource = &policy.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN()}
 		}
 	}
+	headers := lowerHeaders(req.Headers)
+	c.decisions = make([]decision, len(req.Targets))
 	for i := range req.Targets {
 		t := &req.Targets[i]
-		in := buildInput(rt, req, t)
-		in.Principal = &id.Principal
+		in := buildInput(c.route, req, t, headers)
+		in.Principal = &c.identity.Principal
 		in.CopySource = copySource
-		in.Source.IP = sourceIP
+		in.Source.IP = c.sourceIP
+		start := time.Now()
 		d, err := h.stages.Authorizer.Authorize(ctx, in)
+		c.decisions[i] = decision{Decision: d, err: err, elapsed: time.Since(start)}
 		h.countDecision(t.Action, d.Allow, err)
-		if err != nil {
-			h.log.Error("policy evaluation failed", "err", err, "operation", t.Operation, "bucket", t.Bucket)
-			return http.StatusServiceUnavailable, "policy evaluation is unavailable; nothing was signed"
-		}
-		if !d.Allow {
-			return http.StatusForbidden, deniedMessage(t)
+		switch {
+		case err != nil:
+			h.log.Error("policy evaluation failed", "err", err, "operation", t.Operation, "bucket", t.Bucket, "request_id", c.requestID)
+			if c.status != http.StatusServiceUnavailable {
+				c.refuse(http.StatusServiceUnavailable, "policy evaluation is unavailable; nothing was signed", 1)
+			}
+		case !d.Allow && c.status == 0:
+			c.refuse(http.StatusForbidden, deniedMessage(t), 0)
 		}
 	}
-	return http.StatusOK, ""
+}
+
+// observe records the time since start for stage and returns now, so
+// stages can be timed back to back.
+func (h *Handler) observe(stage string, start time.Time) time.Time {
+	now := time.Now()
+	if m := h.opts.Metrics; m != nil {
+		m.StageSeconds.WithLabelValues(stage).Observe(now.Sub(start).Seconds())
+	}
+	return now
+}
+
+// requestID keeps a well-formed client X-Request-Id (so a caller can
+// correlate) or makes one.
+func requestID(ctx *fasthttp.RequestCtx) string {
+	if v := ctx.Request.Header.Peek("X-Request-Id"); len(v) > 0 && len(v) <= 64 && isToken(v) {
+		return string(v)
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func isToken(b []byte) bool {
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func (h *Handler) countDecision(action string, allow bool, err error) {
@@ -280,7 +394,7 @@ func readOnly(r *s3req.Request) bool {
 	return len(r.Targets) > 0
 }
 
-func buildInput(rt route, req *s3req.Request, t *s3req.Target) *policy.Input {
+func buildInput(rt route, req *s3req.Request, t *s3req.Target, headers map[string]string) *policy.Input {
 	in := &policy.Input{
 		Version:   policy.InputVersion,
 		Operation: t.Operation,
@@ -292,7 +406,7 @@ func buildInput(rt route, req *s3req.Request, t *s3req.Target) *policy.Input {
 			Method:  req.Method,
 			Region:  req.Region,
 			Host:    req.Host,
-			Headers: lowerHeaders(req.Headers),
+			Headers: headers,
 		},
 	}
 	return in

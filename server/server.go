@@ -127,20 +127,28 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/plain; charset=utf-8")
-	if s.closing.Load() {
+	if err := s.notReady(); err != nil {
 		ctx.SetStatusCode(http.StatusServiceUnavailable)
-		ctx.SetBodyString("shutting down\n")
+		ctx.SetBodyString("not ready: " + err.Error() + "\n")
 		return
-	}
-	for _, check := range s.ready {
-		if err := check(); err != nil {
-			ctx.SetStatusCode(http.StatusServiceUnavailable)
-			ctx.SetBodyString("not ready: " + err.Error() + "\n")
-			return
-		}
 	}
 	ctx.SetBodyString("ready\n")
 }
+
+// notReady returns the first reason the server should not get traffic.
+func (s *Server) notReady() error {
+	if s.closing.Load() {
+		return errShuttingDown
+	}
+	for _, check := range s.ready {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errShuttingDown = errors.New("shutting down")
 
 // serveTransportError answers errors fasthttp detects before routing
 // (oversized or unparsable requests) in Iceberg's error model.

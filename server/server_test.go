@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -367,5 +368,66 @@ func TestNoPolicyLoadedFailsClosed(t *testing.T) {
 	r := do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k"))
 	if r.status != http.StatusServiceUnavailable || r.header["Retry-After"] == "" || strings.Contains(r.raw, "AWS4-HMAC") {
 		t.Fatalf("got %d %v %s", r.status, r.header, r.raw)
+	}
+}
+
+func TestRateLimitPerPrincipal(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{RateLimit: RateLimit{PerSecond: 0.5, Burst: 2}})
+	body := signBody("GET", "http://localhost:7070/lake/k")
+	for i := range 2 {
+		if r := do(t, s, "POST", "/v1/aws/s3/sign", body); r.status != 200 {
+			t.Fatalf("request %d within burst: %d", i, r.status)
+		}
+	}
+	r := do(t, s, "POST", "/v1/aws/s3/sign", body)
+	if r.status != http.StatusTooManyRequests || r.header["Retry-After"] == "" || strings.Contains(r.raw, "AWS4-HMAC") {
+		t.Fatalf("over the limit: %d %v %s", r.status, r.header, r.raw)
+	}
+	// Another principal has its own budget.
+	other := mintToken("bob", time.Now().Add(time.Hour), "analysts")
+	if r := doAs(t, s, "Bearer "+other, "POST", "/v1/aws/s3/sign", body); r.status != 200 {
+		t.Fatalf("other principal: %d %s", r.status, r.raw)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{})
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI("/v1/aws/s3/sign")
+	ctx.Request.Header.Set("Authorization", "Bearer "+aliceToken())
+	ctx.Request.Header.Set("X-Request-Id", "trace-123")
+	ctx.Request.SetBodyString(signBody("GET", "http://localhost:7070/lake/k"))
+	s.Handler()(&ctx)
+	if got := string(ctx.Response.Header.Peek("X-Request-Id")); got != "trace-123" {
+		t.Fatalf("X-Request-Id = %q", got)
+	}
+	ctx.Request.Header.Set("X-Request-Id", "bad id\x01")
+	s.Handler()(&ctx)
+	if got := string(ctx.Response.Header.Peek("X-Request-Id")); got == "" || strings.Contains(got, " ") {
+		t.Fatalf("generated X-Request-Id = %q", got)
+	}
+}
+
+func TestAdminHandler(t *testing.T) {
+	m := metrics.New()
+	s := newTestServer(t, testPolicy, nil, Options{Metrics: m})
+	do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/k"))
+	admin := s.AdminHandler()
+	for path, want := range map[string]string{
+		"/metrics":      `countersign_stage_seconds_count{stage="sign"} 1`,
+		"/readyz":       "ready",
+		"/healthz":      "ok",
+		"/debug/pprof/": "goroutine",
+	} {
+		rec := httptest.NewRecorder()
+		admin.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("%s: %d, body lacks %q", path, rec.Code, want)
+		}
+	}
+	s.DisableMetricsOnSignListener()
+	if r := do(t, s, "GET", "/metrics", ""); r.status != 404 {
+		t.Fatalf("/metrics still on the sign listener: %d", r.status)
 	}
 }

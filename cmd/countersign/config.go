@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/s3req"
+	"github.com/countersign/countersign/server"
 	"github.com/countersign/countersign/signer"
 )
 
@@ -20,6 +21,9 @@ import (
 type Config struct {
 	// Listen is the sign API's address, host:port.
 	Listen string `yaml:"listen"`
+	// AdminListen, when set, serves /metrics, /healthz, /readyz and
+	// /debug/pprof/ on this separate address (and /metrics only there).
+	AdminListen string `yaml:"admin_listen"`
 	// BasePaths serve the sign routes under extra prefixes as well as "/".
 	BasePaths []string `yaml:"base_paths"`
 	// CacheableReads answers reads with Cache-Control: private (see README:
@@ -51,6 +55,8 @@ type LimitsConfig struct {
 	WriteTimeout        time.Duration `yaml:"write_timeout"`
 	IdleTimeout         time.Duration `yaml:"idle_timeout"`
 	ShutdownGracePeriod time.Duration `yaml:"shutdown_grace_period"`
+	// RateLimit bounds sign requests per principal (429 + Retry-After).
+	RateLimit server.RateLimit `yaml:"rate_limit"`
 }
 
 // loadConfig reads a YAML file strictly (unknown keys are errors) on top of

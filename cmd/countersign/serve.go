@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/countersign/countersign/auth"
@@ -80,8 +81,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log.Info("countersign serving", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "version", version, "dev", *dev)
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if cfg.AdminListen != "" {
+		srv.DisableMetricsOnSignListener()
+		adminLn, err := net.Listen("tcp", cfg.AdminListen)
+		if err != nil {
+			fmt.Fprintf(stderr, "countersign: admin_listen: %v\n", err)
+			return 1
+		}
+		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		defer admin.Close()
+		go func() { errc <- admin.Serve(adminLn) }()
+		log.Info("admin endpoints serving", "addr", adminLn.Addr().String())
+	}
 	select {
 	case err := <-errc:
 		log.Error("server stopped", "err", err)
@@ -164,6 +177,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		BasePaths:      cfg.BasePaths,
 		CacheableReads: cfg.CacheableReads,
 		Metrics:        m,
+		RateLimit:      cfg.Limits.RateLimit,
 		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
 	}, log)
 	if err != nil {
