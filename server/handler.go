@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
