@@ -195,7 +195,14 @@ func baseConfig(t testing.TB, port int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	audit := newAuditDir(t)
 	return fmt.Sprintf(`listen: 127.0.0.1:0
+audit:
+  dir: %[7]q
+  node_id: e2e
+  checkpoint_key_file: %[8]q
+  hmac_key_file: %[9]q
+  checkpoint_interval: 100ms
 auth:
   issuer: %[4]s
   audience: [%[5]s]
@@ -217,7 +224,7 @@ credentials:
   access_key_id: %[2]s
 policy:
   paths: [%[3]q]
-`, port, testAccessKey, policyDir, testIssuer, testAudience, writeJWKS(t))
+`, port, testAccessKey, policyDir, testIssuer, testAudience, writeJWKS(t), audit.dir, audit.signerKeyFile, audit.hmacKeyFile)
 }
 
 // secretEnv passes the secret the way operators should: via environment.

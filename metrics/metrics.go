@@ -5,6 +5,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/countersign/countersign/audit"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
@@ -23,6 +25,12 @@ type Metrics struct {
 	AuthFailures *prometheus.CounterVec
 	// StageSeconds times each stage of the signing pipeline.
 	StageSeconds *prometheus.HistogramVec
+	// AuditBatches, AuditBatchRecords and AuditSyncSeconds describe group
+	// commits: how many, how large, how long fdatasync took.
+	AuditBatches      prometheus.Counter
+	AuditBatchRecords prometheus.Histogram
+	AuditSyncSeconds  prometheus.Histogram
+	AuditRecords      prometheus.Counter
 	// PolicyReloads counts policy reload attempts by result ("ok", "error").
 	PolicyReloads *prometheus.CounterVec
 	// PolicyRevision is 1 for the revision currently deciding.
@@ -48,6 +56,20 @@ func New() *Metrics {
 			// 10 µs to ~80 ms: the stages are microseconds; audit fsync is milliseconds.
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 14),
 		}, []string{"stage"}),
+		AuditBatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "countersign_audit_batches_total", Help: "Audit group commits (one write and one fdatasync each).",
+		}),
+		AuditRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "countersign_audit_records_total", Help: "Audit records made durable.",
+		}),
+		AuditBatchRecords: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "countersign_audit_batch_records", Help: "Records per audit group commit.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}),
+		AuditSyncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "countersign_audit_fsync_seconds", Help: "fdatasync latency of audit group commits.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14),
+		}),
 		PolicyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "countersign_policy_reloads_total", Help: "Policy reload attempts by result; a rejected policy keeps the last good one serving.",
 		}, []string{"result"}),
@@ -59,6 +81,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Requests, m.Decisions, m.AuthFailures, m.StageSeconds, m.PolicyReloads, m.PolicyRevision,
+		m.AuditBatches, m.AuditRecords, m.AuditBatchRecords, m.AuditSyncSeconds,
 	)
 	return m
 }
@@ -82,4 +105,15 @@ func (m *Metrics) PolicyReloaded(err error) {
 		return
 	}
 	m.PolicyReloads.WithLabelValues("ok").Inc()
+}
+
+// AuditBatch records one durable audit batch (audit.Options.OnBatch).
+func (m *Metrics) AuditBatch(b audit.BatchInfo) {
+	if m == nil {
+		return
+	}
+	m.AuditBatches.Inc()
+	m.AuditRecords.Add(float64(b.Records))
+	m.AuditBatchRecords.Observe(float64(b.Records))
+	m.AuditSyncSeconds.Observe(b.Sync.Seconds())
 }

@@ -73,6 +73,7 @@ type Stages struct {
 	Classifier    Classifier
 	Authorizer    Authorizer
 	Signer        Signer
+	Audit         AuditLog
 }
 
 // Handler serves the sign routes: decode, authenticate, classify, authorize
@@ -90,8 +91,8 @@ type Handler struct {
 // and no default authorizer, so nothing is signed without an identity and
 // an explicit decision.
 func NewHandler(st Stages, opts Options, log *slog.Logger) (*Handler, error) {
-	if st.Authenticator == nil || st.Classifier == nil || st.Authorizer == nil || st.Signer == nil {
-		return nil, errors.New("server: authenticator, classifier, authorizer and signer are all required")
+	if st.Authenticator == nil || st.Classifier == nil || st.Authorizer == nil || st.Signer == nil || st.Audit == nil {
+		return nil, errors.New("server: authenticator, classifier, authorizer, signer and audit log are all required")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -254,9 +255,17 @@ func (h *Handler) refuseAuth(c *call, err error) {
 	c.refuse(http.StatusUnauthorized, msg, 0)
 }
 
-// finish answers the call: the signed result, or the refusal in Iceberg's
-// error model.
+// finish records the call in the audit log and then answers it: the signed
+// result, or the refusal in Iceberg's error model. The answer waits until
+// the records are durable; when they cannot be written, nothing is signed.
 func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
+	start := time.Now()
+	if err := h.stages.Audit.Append(context.Background(), c.auditRecords()...); err != nil {
+		h.log.Error("audit log unavailable; refusing to sign", "err", err, "request_id", c.requestID)
+		c.signed = nil
+		c.refuse(http.StatusServiceUnavailable, "audit log unavailable; nothing was signed", 1)
+	}
+	h.observe("audit", start)
 	ctx.Response.Header.Set("X-Request-Id", c.requestID)
 	if c.signed == nil {
 		if c.status == 0 { // unreachable: every path without a signature refuses

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/valyala/fasthttp"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/policy"
@@ -61,11 +63,32 @@ func newTestServer(t testing.TB, rego string, creds aws.CredentialsProvider, opt
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(Stages{Authenticator: authn, Classifier: c, Authorizer: engine, Signer: signer.New(creds, signer.Options{})}, opts, nil)
+	h, err := NewHandler(Stages{Authenticator: authn, Classifier: c, Authorizer: engine, Signer: signer.New(creds, signer.Options{}), Audit: openTestAudit(t)}, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return New(h, Config{})
+}
+
+// openTestAudit opens a real audit log (real files, real fdatasync) in a
+// temporary directory.
+func openTestAudit(t testing.TB) *audit.Log {
+	return openTestAuditIn(t, t.TempDir())
+}
+
+func openTestAuditIn(t testing.TB, dir string) *audit.Log {
+	t.Helper()
+	signerKey, verifierKey, hmacKey, err := audit.GenerateKeys("server-test")
+	os.WriteFile(filepath.Join(dir, "..", filepath.Base(dir)+".vkey"), []byte(verifierKey), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := audit.Open(audit.Config{Dir: dir, NodeID: "test"}, audit.Options{CheckpointKey: signerKey, HMACKey: []byte(hmacKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	return log
 }
 
 const (
@@ -429,5 +452,60 @@ func TestAdminHandler(t *testing.T) {
 	s.DisableMetricsOnSignListener()
 	if r := do(t, s, "GET", "/metrics", ""); r.status != 404 {
 		t.Fatalf("/metrics still on the sign listener: %d", r.status)
+	}
+}
+
+// TestAuditRecordsPerObject: every object gets its own record with its own
+// decision, and every kind of refusal is recorded, before the answer.
+func TestAuditRecordsPerObject(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestServer(t, testPolicy, nil, Options{})
+	s.handler.stages.Audit = openTestAuditIn(t, dir)
+
+	del := `<Delete><Object><Key>wh/a</Key></Object><Object><Key>denied/b</Key></Object><Object><Key>wh/c</Key></Object></Delete>`
+	body, _ := json.Marshal(map[string]any{"region": "us-east-1", "uri": "http://localhost:7070/lake?delete", "method": "POST",
+		"headers": map[string][]string{}, "body": del})
+	if r := do(t, s, "POST", "/v1/aws/s3/sign", string(body)); r.status != 403 {
+		t.Fatalf("DeleteObjects: %d %s", r.status, r.raw)
+	}
+	if r := do(t, s, "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/wh/ok")); r.status != 200 {
+		t.Fatalf("GET: %d", r.status)
+	}
+	doAs(t, s, "", "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/wh/ok"))
+	do(t, s, "POST", "/v1/aws/s3/sign", "{not json")
+
+	fsys, err := audit.DirFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		key, decision string
+		status        int
+		signed        bool
+	}
+	var got []row
+	err = audit.Query(context.Background(), fsys, audit.Filter{Kind: audit.KindAccess}, func(rec *audit.Record, _ []byte) error {
+		got = append(got, row{rec.Key, string(rec.Decision), rec.Status, rec.Signing != nil})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []row{
+		{"wh/a", "allow", 403, false}, {"denied/b", "deny", 403, false}, {"wh/c", "allow", 403, false},
+		{"wh/ok", "allow", 200, true},
+		{"", "unauthenticated", 401, false},
+		{"", "malformed", 400, false},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("records\n got %v\nwant %v", got, want)
+	}
+	vkey, _ := os.ReadFile(dir + ".vkey")
+	verifiers, err := audit.ParseVerifiers(string(vkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := audit.Verify(fsys, audit.VerifyOptions{Verifiers: verifiers}); err != nil {
+		t.Fatalf("verify: %v %+v", err, res)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/s3req"
@@ -35,6 +36,7 @@ type Config struct {
 	Endpoints   []s3req.Endpoint         `yaml:"endpoints"`
 	Credentials signer.CredentialsConfig `yaml:"credentials"`
 	Policy      policy.SourceConfig      `yaml:"policy"`
+	Audit       audit.Config             `yaml:"audit"`
 	Keys        KeysConfig               `yaml:"keys"`
 	Limits      LimitsConfig             `yaml:"limits"`
 }
@@ -102,6 +104,11 @@ func (c *Config) validate(dev bool) error {
 	// names what to set.
 	if err := c.Auth.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if !dev {
+		if err := c.Audit.Validate(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
 	}
 	if !(dev && !c.Policy.Configured()) {
 		if !c.Policy.Configured() {

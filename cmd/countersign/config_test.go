@@ -40,6 +40,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 func TestServeRequiresPolicy(t *testing.T) {
 	cfg := devConfig()
 	cfg.Auth.HS256Secret = "0123456789abcdef0123456789abcdef"
+	cfg.Audit.Dir = "/var/lib/countersign/audit"
 	err := cfg.validate(false)
 	if err == nil || !strings.Contains(err.Error(), "policy.paths") {
 		t.Fatalf("validate without policy: %v", err)
@@ -52,5 +53,15 @@ func TestServeRequiresAuthentication(t *testing.T) {
 	err := cfg.validate(false)
 	if err == nil || !strings.Contains(err.Error(), "auth") {
 		t.Fatalf("validate without auth: %v", err)
+	}
+}
+
+func TestServeRequiresAudit(t *testing.T) {
+	cfg := devConfig()
+	cfg.Auth.HS256Secret = "0123456789abcdef0123456789abcdef"
+	cfg.Policy.Paths = []string{"x"}
+	err := cfg.validate(false)
+	if err == nil || !strings.Contains(err.Error(), "audit.dir") {
+		t.Fatalf("validate without audit: %v", err)
 	}
 }

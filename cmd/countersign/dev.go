@@ -5,12 +5,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
@@ -41,8 +44,31 @@ func devConfig() Config {
 }
 
 // fillDevSecrets generates what -dev needs and the configuration left out:
-// throwaway signing keys and a token secret, so -dev never needs a secret.
-func fillDevSecrets(cfg *Config) {
+// throwaway signing keys, a token secret, and an audit log with its own
+// keys in a temporary directory, so -dev never needs a secret or a file.
+func fillDevSecrets(cfg *Config) error {
+	if cfg.Audit.Dir == "" {
+		dir, err := os.MkdirTemp("", "countersign-dev-")
+		if err != nil {
+			return err
+		}
+		signerKey, verifierKey, hmacKey, err := audit.GenerateKeys("countersign-dev")
+		if err != nil {
+			return err
+		}
+		cfg.Audit.Dir = filepath.Join(dir, "audit")
+		cfg.Audit.CheckpointKeyFile = filepath.Join(dir, "checkpoint.key")
+		cfg.Audit.HMACKeyFile = filepath.Join(dir, "hmac.key")
+		for name, content := range map[string]string{
+			cfg.Audit.CheckpointKeyFile:          signerKey,
+			cfg.Audit.HMACKeyFile:                hmacKey,
+			filepath.Join(dir, "checkpoint.pub"): verifierKey,
+		} {
+			if err := os.WriteFile(name, []byte(content+"\n"), 0o600); err != nil {
+				return err
+			}
+		}
+	}
 	if cfg.Credentials.Source == "static" && cfg.Credentials.AccessKeyID == "" {
 		cfg.Credentials.AccessKeyID = "CSDEV" + strings.ToUpper(randomHex(8))
 		cfg.Credentials.SecretAccessKey = randomHex(20)
@@ -50,6 +76,7 @@ func fillDevSecrets(cfg *Config) {
 	if !cfg.Auth.Enabled() {
 		cfg.Auth.HS256Secret = randomHex(32)
 	}
+	return nil
 }
 
 func randomHex(n int) string {
@@ -89,7 +116,9 @@ any authenticated caller use the "warehouse" bucket.
 
   sign endpoint : http://%[1]s/v1/aws/s3/sign
   S3 endpoint   : %[2]s://%[3]s:%[4]d (regions %[5]s)
-`, addr, ep.Scheme, ep.Host, ep.Port, strings.Join(ep.Regions, ","))
+  audit log     : %[6]s
+                  countersign audit verify -dir %[6]s -pubkey %[7]s
+`, addr, ep.Scheme, ep.Host, ep.Port, strings.Join(ep.Regions, ","), cfg.Audit.Dir, filepath.Join(filepath.Dir(cfg.Audit.Dir), "checkpoint.pub"))
 	if strings.HasPrefix(cfg.Credentials.AccessKeyID, "CSDEV") {
 		fmt.Fprintf(w, `
 Generated signing credentials (start your dev S3 server with them):

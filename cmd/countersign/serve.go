@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/deploy/policies"
 	"github.com/countersign/countersign/metrics"
@@ -47,7 +49,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	applyEnv(&cfg)
 	if *dev {
-		fillDevSecrets(&cfg)
+		if err := fillDevSecrets(&cfg); err != nil {
+			fmt.Fprintln(stderr, "countersign: dev setup:", err)
+			return 1
+		}
 	}
 	if err := cfg.validate(*dev); err != nil {
 		fmt.Fprintln(stderr, "countersign:", err)
@@ -156,7 +161,18 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 	pm.Start(ctx)
 	log.Info("policy loaded", "revision", pm.Revision())
 	m.SetPolicyRevision(pm.Revision())
+	auditLog, err := audit.Open(cfg.Audit, audit.Options{Logger: log, HMACKey: auditHMACKey(), OnBatch: m.AuditBatch})
+	if err != nil {
+		pm.Close()
+		authn.Close()
+		return nil, nil, fmt.Errorf("config audit: %w", err)
+	}
+	// Closing drains, seals the segment and writes a final checkpoint; it
+	// runs after the listener has finished every in-flight request.
 	closeAll := func() {
+		if err := auditLog.Close(); err != nil {
+			log.Error("closing the audit log", "err", err)
+		}
 		pm.Close()
 		authn.Close()
 	}
@@ -173,6 +189,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		Classifier:    classifier,
 		Authorizer:    pm,
 		Signer:        sign,
+		Audit:         auditLog,
 	}, server.Options{
 		BasePaths:      cfg.BasePaths,
 		CacheableReads: cfg.CacheableReads,
@@ -198,5 +215,25 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		WriteTimeout:   cfg.Limits.WriteTimeout,
 		IdleTimeout:    cfg.Limits.IdleTimeout,
 		MaxConcurrency: cfg.Limits.MaxConcurrency,
-	}, credentialsReady), closeAll, nil
+	}, credentialsReady, auditReady(auditLog)), closeAll, nil
+}
+
+// auditReady makes /readyz fail while the audit log cannot record: such a
+// node signs nothing, so it should get no traffic.
+func auditReady(l *audit.Log) server.ReadinessCheck {
+	return func() error {
+		if err := l.Healthy(); err != nil {
+			return fmt.Errorf("audit log unavailable: %w", err)
+		}
+		return nil
+	}
+}
+
+// auditHMACKey lets the token HMAC key come from the environment instead
+// of audit.hmac_key_file.
+func auditHMACKey() []byte {
+	if v := os.Getenv("COUNTERSIGN_AUDIT_HMAC_KEY"); v != "" {
+		return []byte(v)
+	}
+	return nil
 }

@@ -1,0 +1,288 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The encoder appends records as JSON by hand: field order is fixed by the
+// schema (the tree hashes the exact bytes, so one record has exactly one
+// encoding), and it runs once per object on the signing path, where
+// encoding/json costs ~6x the time and allocates (DESIGN §9).
+//
+// A record is encoded in two parts. The tail (from "node" to the closing
+// brace) is encoded by the caller's goroutine in Append, in parallel; the
+// head (v, seq, id, time) is prepended by the single writer goroutine when
+// it sequences the batch, so the serial part stays a few copies.
+
+// AppendRecord appends r's line (without newline) exactly as the log writes
+// it, using the fields as they are set, including Seq, ID, Time and Node,
+// and Principal.TokenHMAC (records built by tools, tests, re-encoding).
+func AppendRecord(dst []byte, r *Record) []byte {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, int64(r.Version), 10)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, r.Seq, 10)
+	dst = append(dst, `,"id":`...)
+	dst = appendString(dst, r.ID)
+	dst = append(dst, `,"time":"`...)
+	dst = r.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `",`...)
+	return appendTail(dst, r, r.Node, nil)
+}
+
+// appendHead appends the writer-assigned fields and the comma before the
+// tail. nonce is the segment's random half of the id; ts is the batch's
+// formatted time.
+func appendHead(dst []byte, seq uint64, nonce *[8]byte, ts []byte) []byte {
+	dst = append(dst, `{"v":1,"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, `,"id":"`...)
+	dst = appendID(dst, nonce, seq)
+	dst = append(dst, `","time":"`...)
+	dst = append(dst, ts...)
+	return append(dst, `",`...)
+}
+
+// appendID appends the 32 hex digits of an event id: the segment nonce,
+// then seq. Ids are unique even across the abandoned tail of a failed
+// segment (whose seqs are reused): each segment draws a new nonce.
+func appendID(dst []byte, nonce *[8]byte, seq uint64) []byte {
+	dst = hex.AppendEncode(dst, nonce[:])
+	var b [8]byte
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(seq)
+		seq >>= 8
+	}
+	return hex.AppendEncode(dst, b[:])
+}
+
+// appendTail appends the record from "node" to its closing brace. With a
+// non-nil mac, the principal's token_hmac is computed from TokenSHA256;
+// with nil, TokenHMAC is written as set.
+func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
+	dst = append(dst, `"node":`...)
+	dst = appendString(dst, node)
+	dst = append(dst, `,"kind":`...)
+	dst = appendString(dst, string(r.Kind))
+	if r.Kind == KindLifecycle {
+		dst = append(dst, `,"event":`...)
+		dst = appendString(dst, string(r.Event))
+		dst = append(dst, `,"detail":`...)
+		dst = appendDetail(dst, r.Detail)
+		return append(dst, '}')
+	}
+	dst = append(dst, `,"source_ip":`...)
+	dst = appendString(dst, r.SourceIP)
+	dst = append(dst, `,"request_id":`...)
+	dst = appendString(dst, r.RequestID)
+	if p := r.Principal; p != nil {
+		dst = append(dst, `,"principal":{"issuer":`...)
+		dst = appendString(dst, p.Issuer)
+		dst = append(dst, `,"id":`...)
+		dst = appendString(dst, p.ID)
+		dst = append(dst, `,"groups":`...)
+		dst = appendStrings(dst, p.Groups)
+		dst = append(dst, `,"jti":`...)
+		dst = appendString(dst, p.JTI)
+		dst = append(dst, `,"token_hmac":"`...)
+		switch {
+		case mac == nil:
+			dst = appendStringBody(dst, p.TokenHMAC)
+		case p.TokenSHA256 != [32]byte{}:
+			sum := mac.sum(&p.TokenSHA256)
+			dst = hex.AppendEncode(dst, sum[:])
+		}
+		dst = append(dst, `"}`...)
+	}
+	dst = append(dst, `,"operation":`...)
+	dst = appendString(dst, r.Operation)
+	dst = append(dst, `,"action":`...)
+	dst = appendString(dst, r.Action)
+	dst = append(dst, `,"access":`...)
+	dst = appendString(dst, r.Access)
+	dst = append(dst, `,"bucket":`...)
+	dst = appendString(dst, r.Bucket)
+	dst = append(dst, `,"key":`...)
+	dst = appendString(dst, r.Key)
+	if r.Prefix != nil {
+		dst = append(dst, `,"prefix":`...)
+		dst = appendString(dst, *r.Prefix)
+	}
+	dst = append(dst, `,"region":`...)
+	dst = appendString(dst, r.Region)
+	if t := r.Table; t != nil {
+		dst = append(dst, `,"table":{"prefix":`...)
+		dst = appendString(dst, t.Prefix)
+		dst = append(dst, `,"namespace":`...)
+		dst = appendStrings(dst, t.Namespace)
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, t.Name)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"role":`...)
+	dst = appendString(dst, string(r.Role))
+	dst = append(dst, `,"decision":`...)
+	dst = appendString(dst, string(r.Decision))
+	dst = append(dst, `,"reason":`...)
+	dst = appendString(dst, r.Reason)
+	dst = append(dst, `,"status":`...)
+	dst = strconv.AppendInt(dst, int64(r.Status), 10)
+	dst = append(dst, `,"policy_revision":`...)
+	dst = appendString(dst, r.PolicyRevision)
+	dst = append(dst, `,"eval_us":`...)
+	dst = strconv.AppendInt(dst, r.EvalMicros, 10)
+	if s := r.Signing; s != nil {
+		dst = append(dst, `,"signing":{"access_key_id":`...)
+		dst = appendString(dst, s.AccessKeyID)
+		dst = append(dst, `,"scope":`...)
+		dst = appendString(dst, s.Scope)
+		dst = append(dst, `,"amz_date":`...)
+		dst = appendString(dst, s.AmzDate)
+		dst = append(dst, `,"signed_headers":`...)
+		dst = appendStrings(dst, s.SignedHeaders)
+		dst = append(dst, `,"payload":`...)
+		dst = appendString(dst, s.Payload)
+		dst = append(dst, `,"canonical_request_sha256":`...)
+		dst = appendString(dst, s.CanonicalRequestSHA256)
+		dst = append(dst, `,"signature_sha256":`...)
+		dst = appendString(dst, s.SignatureSHA256)
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendDetail writes the map with sorted keys, so a record has one
+// encoding. Lifecycle records are rare; the sort's allocation is fine.
+func appendDetail(dst []byte, m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = appendString(dst, m[k])
+	}
+	return append(dst, '}')
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = appendStringBody(dst, s)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendStringBody escapes s as encoding/json does, minus HTML escaping:
+// control characters, quote and backslash escaped; invalid UTF-8 replaced
+// by U+FFFD (so every line is valid UTF-8 and decodes); U+2028 and U+2029
+// escaped so a line can be pasted into JavaScript.
+func appendStringBody(dst []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}
+
+// sortStrings is an insertion sort: detail maps are small, and this keeps
+// the encoder free of the sort package's interface conversions.
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// tokenMAC computes HMAC-SHA256(key, token SHA-256) without allocating:
+// the pads are prepared once, and both hashes run over stack buffers
+// (crypto/hmac allocates its state per use or needs a pool and an
+// interface call per record).
+type tokenMAC struct {
+	ipad, opad [sha256.BlockSize]byte
+}
+
+func newTokenMAC(key []byte) *tokenMAC {
+	if len(key) > sha256.BlockSize {
+		sum := sha256.Sum256(key)
+		key = sum[:]
+	}
+	m := &tokenMAC{}
+	copy(m.ipad[:], key)
+	copy(m.opad[:], key)
+	for i := range m.ipad {
+		m.ipad[i] ^= 0x36
+		m.opad[i] ^= 0x5c
+	}
+	return m
+}
+
+func (m *tokenMAC) sum(msg *[32]byte) [32]byte {
+	var buf [sha256.BlockSize + sha256.Size]byte
+	copy(buf[:], m.ipad[:])
+	copy(buf[sha256.BlockSize:], msg[:])
+	inner := sha256.Sum256(buf[:])
+	copy(buf[:], m.opad[:])
+	copy(buf[sha256.BlockSize:], inner[:])
+	return sha256.Sum256(buf[:])
+}

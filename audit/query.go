@@ -1,0 +1,203 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"strings"
+	"time"
+)
+
+// Filter selects records; every set field must match. The zero Filter
+// matches every record.
+type Filter struct {
+	// Principal is the principal id (principal.id) exactly.
+	Principal string
+	// Bucket is the bucket exactly.
+	Bucket string
+	// Key is the object key exactly; KeyPrefix a prefix of it (list
+	// records, whose key is empty, match neither).
+	Key       string
+	KeyPrefix string
+	// Since and Until bound the record time: Since <= time < Until.
+	Since, Until time.Time
+	// Decision is the decision exactly.
+	Decision Decision
+	// Kind is the record kind exactly.
+	Kind Kind
+}
+
+// Query calls fn with every record of the log in fsys that matches f, in
+// seq order, with its line (valid only during the call). It answers "every
+// object principal P touched between T1 and T2" (Principal, Since, Until)
+// and "every principal that touched key K" (Key).
+//
+// It is a streaming scan, made fast by what the format guarantees:
+// record times never go back, so segments wholly outside [Since, Until)
+// are skipped after reading their first and last line, and the scan stops
+// at the first record at or after Until; and field order is fixed, so a
+// line is only decoded (encoding/json) if it contains the encoded filter
+// values at their place (a byte search). Abandoned tails are not part of
+// the log and are skipped. No index is kept: on this machine a scan runs
+// at about a million records a second (see the package benchmarks).
+func Query(ctx context.Context, fsys fs.FS, f Filter, fn func(rec *Record, line []byte) error) error {
+	segs, err := ListSegments(fsys)
+	if err != nil {
+		return err
+	}
+	limits := validLimits(fsys, segs)
+	needles := f.needles()
+	for i, seg := range segs {
+		if !seg.HasRecords {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !f.Since.IsZero() || !f.Until.IsZero() {
+			first, last, ok := segmentTimes(fsys, seg.Name)
+			if ok && !f.Until.IsZero() && !first.Before(f.Until) {
+				return nil // this and every later segment is too late
+			}
+			if ok && !f.Since.IsZero() && last.Before(f.Since) {
+				continue
+			}
+		}
+		done := false
+		err := eachLine(fsys, seg.Name, limits[i], func(line []byte, _ int64, _ int) error {
+			if !f.Until.IsZero() {
+				if t, ok := lineTime(line); ok && !t.Before(f.Until) {
+					done = true
+					return errStop
+				}
+			}
+			for _, n := range needles {
+				if !bytes.Contains(line, n) {
+					return nil
+				}
+			}
+			rec, err := DecodeRecord(line)
+			if err != nil {
+				return nil // verify reports it; a query shows what is readable
+			}
+			if !f.match(rec) {
+				return nil
+			}
+			return fn(rec, line)
+		})
+		if err != nil || done {
+			return err
+		}
+	}
+	return nil
+}
+
+// needles are byte strings a matching line must contain, as the encoder
+// writes them (field name, encoded value, and the neighbour that makes the
+// match exact where the order allows).
+func (f *Filter) needles() [][]byte {
+	var out [][]byte
+	if f.Principal != "" {
+		b := append([]byte(`,"id":`), appendString(nil, f.Principal)...)
+		out = append(out, append(b, `,"groups":`...))
+	}
+	if f.Bucket != "" {
+		b := append([]byte(`,"bucket":`), appendString(nil, f.Bucket)...)
+		out = append(out, append(b, ','))
+	}
+	if f.Key != "" {
+		b := append([]byte(`,"key":`), appendString(nil, f.Key)...)
+		out = append(out, append(b, ','))
+	} else if f.KeyPrefix != "" {
+		out = append(out, appendStringBody([]byte(`,"key":"`), f.KeyPrefix))
+	}
+	if f.Decision != "" {
+		out = append(out, appendString([]byte(`,"decision":`), string(f.Decision)))
+	}
+	if f.Kind != "" {
+		out = append(out, appendString([]byte(`,"kind":`), string(f.Kind)))
+	}
+	return out
+}
+
+func (f *Filter) match(r *Record) bool {
+	switch {
+	case f.Principal != "" && (r.Principal == nil || r.Principal.ID != f.Principal),
+		f.Bucket != "" && r.Bucket != f.Bucket,
+		f.Key != "" && r.Key != f.Key,
+		f.KeyPrefix != "" && (r.Key == "" || !strings.HasPrefix(r.Key, f.KeyPrefix)),
+		f.Decision != "" && r.Decision != f.Decision,
+		f.Kind != "" && r.Kind != f.Kind,
+		!f.Since.IsZero() && r.Time.Before(f.Since),
+		!f.Until.IsZero() && !r.Time.Before(f.Until):
+		return false
+	}
+	return true
+}
+
+// lineTime reads a record's time from its fixed-position head without
+// decoding the line.
+func lineTime(line []byte) (time.Time, bool) {
+	const key = `,"time":"`
+	head := line[:min(len(line), 160)]
+	i := bytes.Index(head, []byte(key))
+	if i < 0 {
+		return time.Time{}, false
+	}
+	rest := head[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	return t, err == nil
+}
+
+// segmentTimes returns the times of a segment's first and last complete
+// records.
+func segmentTimes(fsys fs.FS, name string) (first, last time.Time, ok bool) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return first, last, false
+	}
+	defer f.Close()
+	line, _, _, complete, err := newLineReader(f, 0, 1).next()
+	if err != nil || !complete {
+		return first, last, false
+	}
+	if first, ok = lineTime(line); !ok {
+		return first, last, false
+	}
+	ra, isRA := f.(interface {
+		ReadAt([]byte, int64) (int, error)
+	})
+	fi, err := f.Stat()
+	if !isRA || err != nil {
+		return first, last, false
+	}
+	// The last complete line: past the content's end (padding) and any
+	// torn tail, back to the last newline.
+	end, err := contentEnd(ra, fi.Size())
+	if err != nil {
+		return first, last, false
+	}
+	var b [1]byte
+	for end > 0 {
+		if _, err := ra.ReadAt(b[:], end-1); err != nil {
+			return first, last, false
+		}
+		if b[0] == '\n' {
+			break
+		}
+		end--
+		if fi.Size()-end > MaxRecordBytes {
+			return first, last, false
+		}
+	}
+	lb, err := lineBefore(ra, end)
+	if err != nil {
+		return first, last, false
+	}
+	last, ok = lineTime(lb)
+	return first, last, ok
+}
