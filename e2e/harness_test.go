@@ -122,6 +122,7 @@ type signerProc struct {
 	url   string // http://127.0.0.1:PORT
 	log   *lockedBuffer
 	token string // bearer token sign and post send
+	cmd   *exec.Cmd
 }
 
 // startCountersign writes config (YAML text; "POLICY" is replaced with the
@@ -181,21 +182,27 @@ func startCountersign(t testing.TB, config string, env ...string) *signerProc {
 		if !ok {
 			t.Fatalf("countersign exited before serving:\n%s", logBuf.String())
 		}
-		return &signerProc{url: "http://" + addr, log: logBuf, token: defaultToken()}
+		return &signerProc{url: "http://" + addr, log: logBuf, token: defaultToken(), cmd: cmd}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("countersign did not start:\n%s", logBuf.String())
 	}
 	return nil
 }
 
-// baseConfig is a config for a versitygw on port, with the e2e policy.
+// baseConfig is a config for a versitygw on port, with the e2e policy and
+// a fresh audit directory.
 func baseConfig(t testing.TB, port int) string {
+	t.Helper()
+	return baseConfigAudit(t, port, newAuditDir(t))
+}
+
+// baseConfigAudit is baseConfig with the given audit directory.
+func baseConfigAudit(t testing.TB, port int, audit *auditDir) string {
 	t.Helper()
 	policyDir, err := filepath.Abs("testdata/policy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := newAuditDir(t)
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 audit:
   dir: %[7]q
