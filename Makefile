@@ -1,9 +1,9 @@
 # `make test` is the project's whole test suite; .ci/run runs exactly it.
 GO ?= go
 
-.PHONY: test check unit e2e build fuzz
+.PHONY: test check unit e2e build fuzz manifests conformance
 
-test: check unit e2e
+test: check unit e2e manifests
 
 # Formatting and vet over every module.
 check:
@@ -18,6 +18,12 @@ unit:
 # (built from the pinned tools module), real OPA.
 e2e:
 	cd e2e && COUNTERSIGN_E2E_BUILDFLAGS=-race $(GO) test -race -count=1 -timeout 30m ./...
+
+# deploy/kubernetes: every manifest decoded strictly into the Kubernetes API
+# types, kustomize builds, cross-references, the ConfigMaps' configuration
+# through "countersign config check", the Grafana dashboard's metrics.
+manifests:
+	cd deploy/kubernetes/manifests_test && $(GO) test -count=1 ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o countersign ./cmd/countersign

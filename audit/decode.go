@@ -1,9 +1,15 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
 )
 
 // DecodeRecord parses one line (with or without its newline) of a segment
@@ -46,4 +52,93 @@ func seqFromID(id string) (uint64, bool) {
 	}
 	seq, err := strconv.ParseUint(id[16:], 16, 64)
 	return seq, err == nil
+}
+
+// lineHead is what verify and startup need of a line: the writer-assigned
+// fields and the kind, parsed from the fixed-order head without decoding
+// the whole line, plus the full record for lifecycle lines (whose event
+// and detail matter to them).
+type lineHead struct {
+	seq  uint64
+	time time.Time
+	node string
+	kind Kind
+	rec  *Record // lifecycle records, or lines not in the writer's layout
+}
+
+// decodeHead checks one line as strictly as DecodeRecord — valid UTF-8,
+// valid JSON (fastjson's validator, ~15x faster than a decode into
+// Record), schema version, id matching seq, a time, a known kind — in a
+// fraction of its time for access records.
+func decodeHead(line []byte) (lineHead, error) {
+	if !utf8.Valid(line) {
+		return lineHead{}, errors.New("invalid UTF-8")
+	}
+	if err := fastjson.ValidateBytes(line); err != nil {
+		return lineHead{}, fmt.Errorf("invalid JSON: %v", err)
+	}
+	h, ok := parseHead(line)
+	if ok && h.kind == KindAccess {
+		return h, nil
+	}
+	r, err := DecodeRecord(line)
+	if err != nil {
+		return lineHead{}, err
+	}
+	return lineHead{seq: r.Seq, time: r.Time, node: r.Node, kind: r.Kind, rec: r}, nil
+}
+
+// parseHead parses {"v":1,"seq":N,"id":"<32 hex>","time":"<RFC 3339>","node":"<id>","kind":"<kind>"
+// exactly as the encoder writes it.
+func parseHead(b []byte) (h lineHead, ok bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{"v":1,"seq":`))
+	if !ok {
+		return h, false
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
+	if err != nil || (i > 1 && rest[0] == '0') {
+		return h, false
+	}
+	if rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"id":"`)); !ok || len(rest) < 32 {
+		return h, false
+	}
+	if s, ok := seqFromID(string(rest[:32])); !ok || s != seq {
+		return h, false
+	}
+	if rest, ok = bytes.CutPrefix(rest[32:], []byte(`","time":"`)); !ok {
+		return h, false
+	}
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return h, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	if err != nil {
+		return h, false
+	}
+	if rest, ok = bytes.CutPrefix(rest[j:], []byte(`","node":"`)); !ok {
+		return h, false
+	}
+	j = bytes.IndexByte(rest, '"')
+	if j < 0 || !validNodeID(string(rest[:j])) {
+		return h, false
+	}
+	node := string(rest[:j])
+	if rest, ok = bytes.CutPrefix(rest[j:], []byte(`","kind":"`)); !ok {
+		return h, false
+	}
+	switch {
+	case bytes.HasPrefix(rest, []byte(`access"`)):
+		h.kind = KindAccess
+	case bytes.HasPrefix(rest, []byte(`lifecycle"`)):
+		h.kind = KindLifecycle
+	default:
+		return h, false
+	}
+	h.seq, h.time, h.node = seq, t, node
+	return h, true
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,7 +239,7 @@ func TestRealDiskFull(t *testing.T) {
 		t.Skip("mounting a tmpfs needs root")
 	}
 	mnt := t.TempDir()
-	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=512k"); err != nil {
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=4m"); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
 	t.Cleanup(func() {
@@ -249,8 +250,12 @@ func TestRealDiskFull(t *testing.T) {
 	k := newTestKeys(t)
 	dir := filepath.Join(mnt, "audit")
 	cfg := testConfig(dir)
+	cfg.SegmentMaxBytes = 256 << 10 // preallocated segments fit, several of them
 	opts := k.options()
 	opts.RetryInterval = 20 * time.Millisecond
+	if os.Getenv("AUDIT_DEBUG") != "" {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	l := openLog(t, cfg, opts)
 	ld := startLoad(t, l, 8)
 	waitFor(t, func() bool { return l.Stats().Records > 50 })

@@ -43,8 +43,12 @@ func VerifierKey(signerKey string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("audit: not a note signer key: %w", err)
 	}
-	i := strings.LastIndexByte(signerKey, '+')
-	raw, err := base64.StdEncoding.DecodeString(signerKey[i+1:])
+	// The key is the fifth field; base64 may itself contain '+'.
+	parts := strings.SplitN(signerKey, "+", 5)
+	if len(parts) != 5 {
+		return "", errors.New("audit: not a note signer key")
+	}
+	raw, err := base64.StdEncoding.DecodeString(parts[4])
 	if err != nil || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
 		return "", errors.New("audit: not an Ed25519 note signer key")
 	}

@@ -249,25 +249,25 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		if last != nil && last.Kind == KindLifecycle && last.Event == EventSeal {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: "record after the seal record"}
 		}
-		rec, err := DecodeRecord(line)
+		rec, err := decodeHead(line)
 		if err != nil {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: err.Error()}
 		}
-		if rec.Seq != v.next {
-			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: fmt.Sprintf("found seq %d: a record was deleted, inserted or moved", rec.Seq)}
+		if rec.seq != v.next {
+			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: fmt.Sprintf("found seq %d: a record was deleted, inserted or moved", rec.seq)}
 		}
-		if rec.Node != v.node {
-			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: fmt.Sprintf("node %q in a log of %q", rec.Node, v.origin)}
+		if rec.node != v.node {
+			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: fmt.Sprintf("node %q in a log of %q", rec.node, v.origin)}
 		}
-		if rec.Time.Before(v.lastTime) {
+		if rec.time.Before(v.lastTime) {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: "time earlier than the previous record's"}
 		}
 		if err := v.store.appendLeaf(tlog.RecordHash(line)); err != nil {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: err.Error()}
 		}
 		v.next++
-		v.lastTime = rec.Time
-		last, lastLine = rec, num
+		v.lastTime = rec.time
+		last, lastLine = rec.rec, num
 		if k, err = v.checkCheckpoints(seg, entries, cps, k, end); err != nil {
 			return err
 		}

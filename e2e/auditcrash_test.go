@@ -57,8 +57,9 @@ func TestAuditSurvivesKill9(t *testing.T) {
 					continue
 				}
 				m := signatureRE.FindStringSubmatch(res.Headers["Authorization"][0])
-				sig, _ := hex.DecodeString(m[1])
-				sum := sha256.Sum256(sig)
+				// The record holds the SHA-256 of the hex signature as it
+				// appears in the Authorization header.
+				sum := sha256.Sum256([]byte(m[1]))
 				mu.Lock()
 				received[hex.EncodeToString(sum[:])] = true
 				mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"reflect"
 	"strings"
@@ -17,34 +18,36 @@ import (
 	"github.com/countersign/countersign/signer"
 )
 
-const configUsage = `Usage:
+const configCheckUsage = `Usage:
   countersign config check [-load-policy] FILE
 
   Validates FILE as "serve -config FILE" would, without starting anything:
   strict YAML decoding (unknown keys are errors naming key and line), the
   environment overrides (COUNTERSIGN_*), then every section's checks
-  (listen, auth, endpoints, credentials keys, policy source, tls). Prints
-  "ok" and exits 0, or prints the error naming the offending key and exits 1.
+  (listen, admin_listen, auth, endpoints, credentials keys, policy source,
+  audit, tls). Prints "ok" and exits 0, or prints the error naming the
+  offending key and exits 1.
 
   Nothing is contacted over the network: the JWKS is not fetched, signing
-  credentials are not retrieved and the policy is not loaded. Local files
-  named by tls.* are read (as serve does before listening).
+  credentials are not retrieved, the policy is not loaded (unless
+  -load-policy) and the audit directory and keys are not opened. Local
+  files named by tls.* are read (as serve does before listening).
 `
 
 // runConfigCmd dispatches "countersign config SUBCOMMAND".
 func runConfigCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, configUsage)
+		fmt.Fprint(stderr, configCheckUsage)
 		return 2
 	}
 	switch args[0] {
 	case "check":
 		return runConfigCheck(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, configUsage)
+		fmt.Fprint(stdout, configCheckUsage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "countersign config: unknown subcommand %q\n\n%s", args[0], configUsage)
+	fmt.Fprintf(stderr, "countersign config: unknown subcommand %q\n\n%s", args[0], configCheckUsage)
 	return 2
 }
 
@@ -53,7 +56,7 @@ func runConfigCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func runConfigCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, configUsage, "\nFlags:\n"); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, configCheckUsage, "\nFlags:\n"); fs.PrintDefaults() }
 	loadPolicy := fs.Bool("load-policy", false, "also load and compile the policy (reads policy.paths or policy.bundle.file; downloads policy.bundle.url)")
 	pos, ok := parseInterspersed(fs, args)
 	if !ok {
@@ -79,8 +82,9 @@ func checkConfigFile(ctx context.Context, path string, loadPolicy bool) error {
 	cfg, err := loadConfig(path, Config{})
 	if err != nil {
 		// go-yaml reports a malformed duration string ("10 seconds") as
-		// time.ParseDuration's bare error, without key or line: find them.
-		if strings.Contains(err.Error(), "time: ") {
+		// time.ParseDuration's bare error, without key or line, and a
+		// number without unit by Go struct: find the key and line.
+		if msg := err.Error(); strings.Contains(msg, "time: ") || strings.Contains(msg, "time.Duration") {
 			if data, rerr := os.ReadFile(path); rerr == nil {
 				if derr := locateDurationError(data); derr != nil {
 					return fmt.Errorf("config %s: %w", path, derr)
@@ -93,9 +97,19 @@ func checkConfigFile(ctx context.Context, path string, loadPolicy bool) error {
 	if err := cfg.validate(false); err != nil {
 		return err
 	}
-	// validate runs auth and policy checks; running them again keeps this
-	// check complete should validate ever stop doing so (both are
-	// idempotent: they only fill defaults).
+	// serve fails on these only when it listens: check the form here.
+	for _, l := range []struct{ key, addr string }{{"listen", cfg.Listen}, {"admin_listen", cfg.AdminListen}} {
+		if l.addr == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(l.addr); err != nil || port == "" {
+			return fmt.Errorf("config: %s %q must be host:port (e.g. 0.0.0.0:8181)", l.key, l.addr)
+		}
+	}
+	// validate runs the auth, policy and audit checks; running them again
+	// keeps this check complete should validate ever stop doing so (they
+	// are idempotent: they only fill defaults). serve checks endpoints in
+	// s3req.New, credentials in signer.NewCredentials.
 	if err := cfg.Auth.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -106,6 +120,9 @@ func checkConfigFile(ctx context.Context, path string, loadPolicy bool) error {
 		}
 	}
 	if err := cfg.Policy.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.Audit.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	// NewCredentials checks the credentials.* keys for the chosen source
@@ -129,7 +146,7 @@ func checkConfigFile(ctx context.Context, path string, loadPolicy bool) error {
 	return nil
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var checkDurationType = reflect.TypeFor[time.Duration]()
 
 // locateDurationError finds the first duration key of Config in the YAML
 // document data whose value time.ParseDuration refuses, and returns an
@@ -162,7 +179,7 @@ func walkDurations(t reflect.Type, n ast.Node, path string) error {
 		t = t.Elem()
 	}
 	switch {
-	case t == durationType:
+	case t == checkDurationType:
 		pos := n.GetToken().Position
 		switch v := n.(type) {
 		case *ast.NullNode:

@@ -21,6 +21,9 @@ Usage:
   countersign policy test [-v] [-run REGEX] PATH... run Rego unit tests (test_ rules)
   countersign policy eval -policy PATH [-input FILE|-]
                                                     evaluate one input document, print the decision
+  countersign config check [-load-policy] FILE      validate a configuration file, naming the bad key
+  countersign audit verify|query|proof|verify-proof|keygen|pubkey
+                                                    check, search and prove the audit log
   countersign version                               print build information
 
 Run "countersign COMMAND -h" for a command's flags.
@@ -43,6 +46,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runServe(ctx, args[1:], stdout, stderr)
 	case "policy":
 		return runPolicy(ctx, args[1:], stdout, stderr)
+	case "config":
+		return runConfigCmd(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return runAudit(ctx, args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
