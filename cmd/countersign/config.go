@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"time"
@@ -119,4 +121,17 @@ func (c *Config) validate(dev bool) error {
 		}
 	}
 	return nil
+}
+
+// digest identifies the effective configuration for the audit log's
+// "config" record without recording it: secrets are cleared first.
+func (c Config) digest() string {
+	c.Credentials.SecretAccessKey, c.Credentials.SessionToken = "", ""
+	c.Auth.HS256Secret = ""
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return "unavailable: " + err.Error()
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

@@ -145,9 +145,28 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		return nil, nil, fmt.Errorf("config endpoints: %w", err)
 	}
 
+	// The audit log opens first: everything after it is on record,
+	// including the policy revisions the manager loads.
+	auditLog, err := audit.Open(cfg.Audit, audit.Options{Logger: log, HMACKey: auditHMACKey(), OnBatch: m.AuditBatch})
+	if err != nil {
+		authn.Close()
+		return nil, nil, fmt.Errorf("config audit: %w", err)
+	}
+	lifecycle := func(ev audit.Event, detail map[string]string) {
+		rec := &audit.Record{Kind: audit.KindLifecycle, Event: ev, Detail: detail}
+		if err := auditLog.Append(context.Background(), rec); err != nil {
+			log.Error("recording a lifecycle event", "event", ev, "err", err)
+		}
+	}
+	lifecycle(audit.EventConfig, map[string]string{"version": version, "config_sha256": cfg.digest(), "dev": fmt.Sprint(dev)})
+
 	mo := policy.ManagerOptions{
-		Logger:        log,
-		OnReload:      func(rev string) { m.PolicyReloaded(nil); m.SetPolicyRevision(rev) },
+		Logger: log,
+		OnReload: func(rev string) {
+			m.PolicyReloaded(nil)
+			m.SetPolicyRevision(rev)
+			lifecycle(audit.EventPolicyRevision, map[string]string{"revision": rev})
+		},
 		OnReloadError: m.PolicyReloaded,
 	}
 	if dev && !cfg.Policy.Configured() {
@@ -155,18 +174,14 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 	}
 	pm, err := policy.NewManager(ctx, cfg.Policy, mo)
 	if err != nil {
+		auditLog.Close()
 		authn.Close()
 		return nil, nil, fmt.Errorf("config policy: %w", err)
 	}
 	pm.Start(ctx)
 	log.Info("policy loaded", "revision", pm.Revision())
 	m.SetPolicyRevision(pm.Revision())
-	auditLog, err := audit.Open(cfg.Audit, audit.Options{Logger: log, HMACKey: auditHMACKey(), OnBatch: m.AuditBatch})
-	if err != nil {
-		pm.Close()
-		authn.Close()
-		return nil, nil, fmt.Errorf("config audit: %w", err)
-	}
+	lifecycle(audit.EventPolicyRevision, map[string]string{"revision": pm.Revision()})
 	// Closing drains, seals the segment and writes a final checkpoint; it
 	// runs after the listener has finished every in-flight request.
 	closeAll := func() {
