@@ -44,6 +44,29 @@ func tamperLog(t *testing.T, k testKeys) (string, []string) {
 	return dir, segs
 }
 
+// copyLog copies a log directory, so each tamper case starts intact.
+func copyLog(t *testing.T, dir string, segs []string) (string, []string) {
+	t.Helper()
+	to := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == lockName {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), mustRead(t, filepath.Join(dir, e.Name())), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := make([]string, len(segs))
+	for i, s := range segs {
+		out[i] = filepath.Join(to, filepath.Base(s))
+	}
+	return to, out
+}
+
 func readLines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -63,6 +86,7 @@ func writeLines(t *testing.T, path string, lines []string) {
 func TestVerifyDetectsTampering(t *testing.T) {
 	k := newTestKeys(t)
 	other := newTestKeys(t)
+	origDir, origSegs := tamperLog(t, k)
 	for _, tc := range []struct {
 		name string
 		// tamper changes the log and returns the file and line verify must
@@ -189,7 +213,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, segs := tamperLog(t, k)
+			dir, segs := copyLog(t, origDir, origSegs)
 			file, line := tc.tamper(t, dir, segs)
 			_, err := Verify(os.DirFS(dir), VerifyOptions{Verifiers: k.verifiers})
 			var ve *VerifyError

@@ -230,16 +230,16 @@ func (l *Log) commit(batch []*request) error {
 	seg.records += uint64(records)
 	w.lastTime = now
 	w.lastActivity = now
-	for _, r := range batch {
-		if r.done != nil {
-			r.done <- struct{}{}
-		}
-	}
 	l.mu.Lock()
 	l.stats.Records += uint64(records)
 	l.stats.Batches++
 	l.stats.TreeSize = w.tree.n
 	l.mu.Unlock()
+	for _, r := range batch {
+		if r.done != nil {
+			r.done <- struct{}{}
+		}
+	}
 	if l.opts.OnBatch != nil {
 		l.opts.OnBatch(BatchInfo{Records: records, Bytes: len(buf), Sync: syncDur, Duration: total})
 	}

@@ -30,9 +30,6 @@ func newClient(ctx context.Context, cfg Config, httpClient *http.Client) (*s3.Cl
 	if cfg.Region != "" {
 		load = append(load, awsconfig.WithRegion(cfg.Region))
 	}
-	if httpClient != nil {
-		load = append(load, awsconfig.WithHTTPClient(httpClient))
-	}
 	if cfg.AccessKeyID != "" {
 		load = append(load, awsconfig.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")))
@@ -52,5 +49,14 @@ func newClient(ctx context.Context, cfg Config, httpClient *http.Client) (*s3.Cl
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 			o.UsePathStyle = true
 		}
+		if httpClient != nil {
+			// Set here rather than in LoadDefaultConfig, which refuses a
+			// plain *http.Client when AWS_CA_BUNDLE is set: a caller's own
+			// client brings its own TLS configuration.
+			o.HTTPClient = httpClient
+		}
+		// Ranged GETs (BucketFS.ReadAt) have no checksum to validate; the
+		// SDK would log a line for each one.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	}), nil
 }
