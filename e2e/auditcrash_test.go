@@ -66,7 +66,18 @@ func TestAuditSurvivesKill9(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Kill once the load is well under way (a race-detector build on a busy
+	// machine is slow, so wait for a count, not a time).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(received)
+		mu.Unlock()
+		if n >= 300 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := cs.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
