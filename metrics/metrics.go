@@ -31,6 +31,7 @@ type Metrics struct {
 	AuditBatchRecords prometheus.Histogram
 	AuditSyncSeconds  prometheus.Histogram
 	AuditRecords      prometheus.Counter
+	AuditDecisions    *prometheus.CounterVec
 	// PolicyReloads counts policy reload attempts by result ("ok", "error").
 	PolicyReloads *prometheus.CounterVec
 	// PolicyRevision is 1 for the revision currently deciding.
@@ -62,6 +63,9 @@ func New() *Metrics {
 		AuditRecords: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "countersign_audit_records_total", Help: "Audit records made durable.",
 		}),
+		AuditDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_audit_records_by_decision_total", Help: "Durable access records by decision.",
+		}, []string{"decision"}),
 		AuditBatchRecords: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "countersign_audit_batch_records", Help: "Records per audit group commit.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
@@ -81,7 +85,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Requests, m.Decisions, m.AuthFailures, m.StageSeconds, m.PolicyReloads, m.PolicyRevision,
-		m.AuditBatches, m.AuditRecords, m.AuditBatchRecords, m.AuditSyncSeconds,
+		m.AuditBatches, m.AuditRecords, m.AuditDecisions, m.AuditBatchRecords, m.AuditSyncSeconds,
 	)
 	return m
 }
@@ -116,4 +120,42 @@ func (m *Metrics) AuditBatch(b audit.BatchInfo) {
 	m.AuditRecords.Add(float64(b.Records))
 	m.AuditBatchRecords.Observe(float64(b.Records))
 	m.AuditSyncSeconds.Observe(b.Sync.Seconds())
+}
+
+// WatchAudit exposes the audit log's state, read at scrape time: queue
+// depth, write/sync failures, health, tree size and the time of the newest
+// signed checkpoint. Names follow the dashboard in deploy/grafana.
+func (m *Metrics) WatchAudit(stats func() audit.Stats) {
+	if m == nil {
+		return
+	}
+	gauge := func(name, help string, f func(audit.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
+	}
+	m.Registry.MustRegister(
+		gauge("countersign_audit_queue_depth", "Records waiting for the audit writer.", func(s audit.Stats) float64 { return float64(s.QueueDepth) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "countersign_audit_failures_total", Help: "Audit write/sync failures; each stops signing until recovery."},
+			func() float64 { return float64(stats().Failures) }),
+		gauge("countersign_audit_healthy", "1 while the audit log can record (and countersign signs).", func(s audit.Stats) float64 {
+			if s.Healthy {
+				return 1
+			}
+			return 0
+		}),
+		gauge("countersign_audit_tree_size", "Records in this node's audit log.", func(s audit.Stats) float64 { return float64(s.TreeSize) }),
+		gauge("countersign_audit_last_checkpoint_timestamp_seconds", "Unix time of the newest signed checkpoint.", func(s audit.Stats) float64 {
+			if s.LastCheckpoint.IsZero() {
+				return 0
+			}
+			return float64(s.LastCheckpoint.UnixNano()) / 1e9
+		}),
+	)
+}
+
+// CountAuditDecision counts durable access records by decision.
+func (m *Metrics) CountAuditDecision(decision string) {
+	if m == nil {
+		return
+	}
+	m.AuditDecisions.WithLabelValues(decision).Inc()
 }

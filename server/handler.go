@@ -260,10 +260,15 @@ func (h *Handler) refuseAuth(c *call, err error) {
 // the records are durable; when they cannot be written, nothing is signed.
 func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	start := time.Now()
-	if err := h.stages.Audit.Append(context.Background(), c.auditRecords()...); err != nil {
+	recs := c.auditRecords()
+	if err := h.stages.Audit.Append(context.Background(), recs...); err != nil {
 		h.log.Error("audit log unavailable; refusing to sign", "err", err, "request_id", c.requestID)
 		c.signed = nil
 		c.refuse(http.StatusServiceUnavailable, "audit log unavailable; nothing was signed", 1)
+	} else if m := h.opts.Metrics; m != nil {
+		for _, r := range recs {
+			m.CountAuditDecision(string(r.Decision))
+		}
 	}
 	h.observe("audit", start)
 	ctx.Response.Header.Set("X-Request-Id", c.requestID)

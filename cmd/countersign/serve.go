@@ -152,6 +152,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		authn.Close()
 		return nil, nil, fmt.Errorf("config audit: %w", err)
 	}
+	m.WatchAudit(auditLog.Stats)
 	lifecycle := func(ev audit.Event, detail map[string]string) {
 		rec := &audit.Record{Kind: audit.KindLifecycle, Event: ev, Detail: detail}
 		if err := auditLog.Append(context.Background(), rec); err != nil {

@@ -1,0 +1,57 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/countersign/countersign/audit"
+)
+
+func TestAuditMetrics(t *testing.T) {
+	m := New()
+	m.WatchAudit(func() audit.Stats {
+		return audit.Stats{Healthy: true, QueueDepth: 3, Failures: 2, TreeSize: 10, LastCheckpoint: time.Unix(1700000000, 0)}
+	})
+	m.AuditBatch(audit.BatchInfo{Records: 4, Sync: time.Millisecond})
+	m.CountAuditDecision("deny")
+	m.SetPolicyRevision("a")
+	m.SetPolicyRevision("b")
+	want := `
+# HELP countersign_audit_queue_depth Records waiting for the audit writer.
+# TYPE countersign_audit_queue_depth gauge
+countersign_audit_queue_depth 3
+# HELP countersign_audit_failures_total Audit write/sync failures; each stops signing until recovery.
+# TYPE countersign_audit_failures_total counter
+countersign_audit_failures_total 2
+# HELP countersign_audit_last_checkpoint_timestamp_seconds Unix time of the newest signed checkpoint.
+# TYPE countersign_audit_last_checkpoint_timestamp_seconds gauge
+countersign_audit_last_checkpoint_timestamp_seconds 1.7e+09
+# HELP countersign_audit_records_total Audit records made durable.
+# TYPE countersign_audit_records_total counter
+countersign_audit_records_total 4
+# HELP countersign_audit_records_by_decision_total Durable access records by decision.
+# TYPE countersign_audit_records_by_decision_total counter
+countersign_audit_records_by_decision_total{decision="deny"} 1
+# HELP countersign_policy_revision 1 for the policy revision currently deciding.
+# TYPE countersign_policy_revision gauge
+countersign_policy_revision{revision="b"} 1
+`
+	err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
+		"countersign_audit_queue_depth", "countersign_audit_failures_total", "countersign_audit_last_checkpoint_timestamp_seconds",
+		"countersign_audit_records_total", "countersign_audit_records_by_decision_total", "countersign_policy_revision")
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	var m *Metrics
+	m.AuditBatch(audit.BatchInfo{})
+	m.CountAuditDecision("allow")
+	m.SetPolicyRevision("x")
+	m.PolicyReloaded(nil)
+	m.WatchAudit(nil)
+}
