@@ -4,6 +4,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/audit"
@@ -158,4 +160,36 @@ func (m *Metrics) CountAuditDecision(decision string) {
 		return
 	}
 	m.AuditDecisions.WithLabelValues(decision).Inc()
+}
+
+// SetBuildInfo publishes countersign_build_info{version, go_version} 1.
+func (m *Metrics) SetBuildInfo(version, goVersion string) {
+	if m == nil {
+		return
+	}
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "countersign_build_info", Help: "Build information; always 1."}, []string{"version", "go_version"})
+	g.WithLabelValues(version, goVersion).Set(1)
+	m.Registry.MustRegister(g)
+}
+
+// WatchCredentialExpiry publishes when the signing credentials expire
+// (0 for credentials that do not expire, -1 while they cannot be
+// retrieved), read at scrape time from the credentials cache.
+func (m *Metrics) WatchCredentialExpiry(expiry func() (time.Time, bool, error)) {
+	if m == nil {
+		return
+	}
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "countersign_credentials_expiry_timestamp_seconds",
+		Help: "Unix time the signing credentials expire; 0 if they do not, -1 if unavailable.",
+	}, func() float64 {
+		t, expires, err := expiry()
+		switch {
+		case err != nil:
+			return -1
+		case !expires:
+			return 0
+		}
+		return float64(t.UnixNano()) / 1e9
+	}))
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/countersign/countersign/audit"
@@ -199,6 +200,13 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		return nil, nil, fmt.Errorf("config credentials: %w", err)
 	}
 	sign := signer.New(creds, signer.Options{})
+	m.WatchCredentialExpiry(func() (time.Time, bool, error) {
+		c, err := creds.Retrieve(context.Background()) // cached
+		return c.Expires, c.CanExpire, err
+	})
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		m.SetBuildInfo(version, bi.GoVersion)
+	}
 
 	h, err := server.NewHandler(server.Stages{
 		Authenticator: authn,
