@@ -30,11 +30,15 @@ type Options struct {
 	// Logger receives key-management events (loads, failures, skipped
 	// keys). Default: discard. Tokens are never logged.
 	Logger *slog.Logger
+	// OnCache, if set, is told whether each bearer token was found in the
+	// verified-token cache (for a hit-ratio metric). It must not block.
+	OnCache func(hit bool)
 }
 
 // Authenticator verifies bearer tokens and client certificates. It is safe
 // for concurrent use.
 type Authenticator struct {
+	onCache func(hit bool)
 	now     func() time.Time
 	mtls    string
 	rules   claimRules
@@ -66,6 +70,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Authenticator, error) 
 		opts.HTTPClient = defaultHTTPClient()
 	}
 	a := &Authenticator{
+		onCache: opts.OnCache,
 		now:     opts.Now,
 		mtls:    cfg.MTLSPrincipal,
 		allowed: slices.Clone(cfg.AllowedAlgorithms),
@@ -182,7 +187,13 @@ func (a *Authenticator) token(ctx context.Context, tok []byte) (*Identity, *Erro
 	now := a.now()
 	ks := a.keys.current()
 	if id, ok := a.cache.get(sum, now, ks.gen); ok {
+		if a.onCache != nil {
+			a.onCache(true)
+		}
 		return id, nil
+	}
+	if a.onCache != nil {
+		a.onCache(false)
 	}
 	id, gen, err := a.verify(ctx, tok, sum, ks, now)
 	if err != nil {

@@ -27,6 +27,13 @@ type Metrics struct {
 	AuthFailures *prometheus.CounterVec
 	// StageSeconds times each stage of the signing pipeline.
 	StageSeconds *prometheus.HistogramVec
+	// CacheLookups counts cache lookups by cache ("token", "policy") and
+	// result ("hit", "miss").
+	CacheLookups *prometheus.CounterVec
+	tokenHit     prometheus.Counter
+	tokenMiss    prometheus.Counter
+	policyHit    prometheus.Counter
+	policyMiss   prometheus.Counter
 	// AuditBatches, AuditBatchRecords and AuditSyncSeconds describe group
 	// commits: how many, how large, how long fdatasync took.
 	AuditBatches      prometheus.Counter
@@ -59,6 +66,9 @@ func New() *Metrics {
 			// 10 µs to ~80 ms: the stages are microseconds; audit fsync is milliseconds.
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 14),
 		}, []string{"stage"}),
+		CacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_cache_lookups_total", Help: "Cache lookups by cache (token, policy) and result (hit, miss).",
+		}, []string{"cache", "result"}),
 		AuditBatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "countersign_audit_batches_total", Help: "Audit group commits (one write and one fdatasync each).",
 		}),
@@ -87,9 +97,39 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Requests, m.Decisions, m.AuthFailures, m.StageSeconds, m.PolicyReloads, m.PolicyRevision,
+		m.CacheLookups,
 		m.AuditBatches, m.AuditRecords, m.AuditDecisions, m.AuditBatchRecords, m.AuditSyncSeconds,
 	)
+	// Resolved once: the hot path must not look labels up per call.
+	m.tokenHit = m.CacheLookups.WithLabelValues("token", "hit")
+	m.tokenMiss = m.CacheLookups.WithLabelValues("token", "miss")
+	m.policyHit = m.CacheLookups.WithLabelValues("policy", "hit")
+	m.policyMiss = m.CacheLookups.WithLabelValues("policy", "miss")
 	return m
+}
+
+// TokenCache records a verified-token cache lookup (auth.Options.OnCache).
+func (m *Metrics) TokenCache(hit bool) {
+	if m == nil {
+		return
+	}
+	if hit {
+		m.tokenHit.Inc()
+	} else {
+		m.tokenMiss.Inc()
+	}
+}
+
+// PolicyCache records a policy decision-cache lookup.
+func (m *Metrics) PolicyCache(hit bool) {
+	if m == nil {
+		return
+	}
+	if hit {
+		m.policyHit.Inc()
+	} else {
+		m.policyMiss.Inc()
+	}
 }
 
 // SetPolicyRevision makes rev the only revision reported as current.

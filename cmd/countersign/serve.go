@@ -131,7 +131,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // request order. The returned func releases background work (key refresh).
 func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server.Server, func(), error) {
 	m := metrics.New()
-	authn, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: log})
+	authn, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: log, OnCache: m.TokenCache})
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %w", err)
 	}
