@@ -3,7 +3,7 @@ GO ?= go
 
 .PHONY: test check unit e2e build fuzz manifests conformance
 
-test: check unit e2e manifests
+test: check unit e2e manifests conformance
 
 # Formatting and vet over every module.
 check:
@@ -24,6 +24,14 @@ e2e:
 # through "countersign config check", the Grafana dashboard's metrics.
 manifests:
 	cd deploy/kubernetes/manifests_test && $(GO) test -count=1 ./...
+
+# Conformance with real Iceberg clients (own module: iceberg-go and arrow):
+# iceberg-go's table code, the Java S3V4RestSignerClient's semantics on the
+# Go SDK, and PyIceberg's signer hook on Debian's python3-botocore (.ci/run
+# installs it), each through countersign (built with -race) into versitygw.
+conformance:
+	cd conformance && $(GO) vet ./...
+	cd conformance && COUNTERSIGN_CONFORMANCE_BUILDFLAGS=-race $(GO) test -race -count=1 -timeout 30m ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o countersign ./cmd/countersign

@@ -34,6 +34,9 @@ type Metrics struct {
 	tokenMiss    prometheus.Counter
 	policyHit    prometheus.Counter
 	policyMiss   prometheus.Counter
+	// AuditUploaded and AuditUploadFailures count segment uploads to S3.
+	AuditUploaded       prometheus.Counter
+	AuditUploadFailures prometheus.Counter
 	// AuditBatches, AuditBatchRecords and AuditSyncSeconds describe group
 	// commits: how many, how large, how long fdatasync took.
 	AuditBatches      prometheus.Counter
@@ -69,6 +72,12 @@ func New() *Metrics {
 		CacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "countersign_cache_lookups_total", Help: "Cache lookups by cache (token, policy) and result (hit, miss).",
 		}, []string{"cache", "result"}),
+		AuditUploaded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "countersign_audit_uploads_total", Help: "Sealed audit segments uploaded and verified in the bucket.",
+		}),
+		AuditUploadFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "countersign_audit_upload_failures_total", Help: "Failed audit upload passes (retried with backoff; nothing is lost).",
+		}),
 		AuditBatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "countersign_audit_batches_total", Help: "Audit group commits (one write and one fdatasync each).",
 		}),
@@ -97,7 +106,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Requests, m.Decisions, m.AuthFailures, m.StageSeconds, m.PolicyReloads, m.PolicyRevision,
-		m.CacheLookups,
+		m.CacheLookups, m.AuditUploaded, m.AuditUploadFailures,
 		m.AuditBatches, m.AuditRecords, m.AuditDecisions, m.AuditBatchRecords, m.AuditSyncSeconds,
 	)
 	// Resolved once: the hot path must not look labels up per call.
@@ -232,4 +241,39 @@ func (m *Metrics) WatchCredentialExpiry(expiry func() (time.Time, bool, error)) 
 		}
 		return float64(t.UnixNano()) / 1e9
 	}))
+}
+
+// AuditSegmentUploaded counts a verified segment upload (upload.Options.OnUploaded).
+func (m *Metrics) AuditSegmentUploaded(string) {
+	if m != nil {
+		m.AuditUploaded.Inc()
+	}
+}
+
+// AuditUploadFailed counts a failed upload pass (upload.Options.OnFailure).
+func (m *Metrics) AuditUploadFailed(error) {
+	if m != nil {
+		m.AuditUploadFailures.Inc()
+	}
+}
+
+// WatchAuditUpload exposes the segments waiting for upload and whether the
+// last pass failed, read at scrape time.
+func (m *Metrics) WatchAuditUpload(pending func() int, lastErr func() error) {
+	if m == nil {
+		return
+	}
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "countersign_audit_segments_pending_upload", Help: "Sealed audit segments not yet uploaded and verified.",
+		}, func() float64 { return float64(pending()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "countersign_audit_upload_healthy", Help: "1 when the last audit upload pass succeeded.",
+		}, func() float64 {
+			if lastErr() != nil {
+				return 0
+			}
+			return 1
+		}),
+	)
 }

@@ -391,6 +391,9 @@ func resumable(err error) bool {
 }
 
 func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, &fs.PathError{Op: "readat", Path: f.name, Err: fs.ErrClosed}
+	}
 	if off < 0 {
 		return 0, &fs.PathError{Op: "readat", Path: f.name, Err: fs.ErrInvalid}
 	}

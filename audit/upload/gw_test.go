@@ -28,10 +28,19 @@ const (
 )
 
 var (
-	gwOnce sync.Once
-	gwBin  string
-	gwErr  error
+	gwOnce     sync.Once
+	gwBin      string
+	gwErr      error
+	gwBuildDir string // removed by TestMain
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if gwBuildDir != "" {
+		os.RemoveAll(gwBuildDir)
+	}
+	os.Exit(code)
+}
 
 func versitygw(t testing.TB) string {
 	t.Helper()
@@ -44,6 +53,7 @@ func versitygw(t testing.TB) string {
 			gwErr = err
 			return
 		}
+		gwBuildDir = dir
 		gwBin = filepath.Join(dir, "versitygw")
 		cmd := exec.Command("go", "build", "-o", gwBin, "github.com/versity/versitygw/cmd/versitygw")
 		cmd.Dir = filepath.Join("..", "..", "tools")

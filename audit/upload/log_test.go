@@ -88,25 +88,29 @@ func openTestLog(t testing.TB, dir string, k logKeys, onSeal func(audit.SegmentI
 func (l *testLog) appendUntilSeals(n int) {
 	l.t.Helper()
 	want := l.seals.Load() + int32(n)
+	var last *audit.Record
 	for l.seals.Load() < want {
-		l.append()
+		last = l.append()
 	}
-	l.settle()
+	l.settle(last)
 }
 
-// settle appends until a record is the first of its segment. A record that
-// small cannot fill a segment, so afterwards the current segment holds a
-// record and no rotation is pending: which segments are finished is then
-// known exactly. (Append returns before the writer's rotation check; the
-// writer handles one batch at a time, so by the time the next Append
-// returns the previous batch's rotation is done.)
-func (l *testLog) settle() {
+// settle makes sure the current segment holds a record and no rotation is
+// pending: which segments are finished is then known exactly. It is so
+// once the last record appended is the first of its segment (a record
+// that small cannot fill a segment); otherwise it appends until one is,
+// which may seal another segment. (Append returns before the writer's
+// rotation check, but the writer handles one batch at a time, so a record
+// appended after a rotating batch lands in the new segment.)
+func (l *testLog) settle(last *audit.Record) {
 	l.t.Helper()
 	for range 20 {
-		r := l.append()
-		if _, err := os.Stat(filepath.Join(l.dir, audit.SegmentName(r.Seq))); err == nil {
-			return
+		if last != nil {
+			if _, err := os.Stat(filepath.Join(l.dir, audit.SegmentName(last.Seq))); err == nil {
+				return
+			}
 		}
+		last = l.append()
 	}
 	l.t.Fatal("no record started a segment after 20 appends")
 }

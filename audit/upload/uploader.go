@@ -34,12 +34,13 @@ import (
 // checkpoints file and tail to restore the tree. So:
 //
 //   - A segment is finished for good once a LATER segment holds a complete
-//     first record: from then on nothing, not even recovery after kill -9,
-//     writes it or needs it. These are uploaded and then removed. "Later
-//     segment exists" alone is not enough: while the writer recovers from
-//     a fault, or after a crash while the next segment was being created,
-//     the later segment can still be removed, making the earlier one the
-//     newest again (and recovery may then append a seal record to it).
+//     and durable first record: from then on nothing, not even recovery
+//     after kill -9 or a power failure, writes it or needs it. These are
+//     uploaded and then removed. "A later segment exists" is not enough:
+//     while the writer recovers from a fault, or after a crash while the
+//     next segment was being created, the later segment can still be
+//     removed, making the earlier one the newest again (recovery may then
+//     append a seal record to it, and needs it to resume at all).
 //   - The newest segment holding a record (the anchor) is never removed.
 //     It is uploaded only once audit.Options.OnSeal said it is sealed (its
 //     seal record and final checkpoint are durable; it is then never
@@ -87,8 +88,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock for retain-until dates (default time.Now).
 	Now func() time.Time
-	// OnUploaded is called once per segment when both its files are
-	// verified in the bucket, for metrics. It must not block.
+	// OnUploaded is called once per segment when this Uploader has
+	// verified both its files in the bucket (uploaded now, or found there
+	// with the same bytes after a restart), for metrics. It must not block.
 	OnUploaded func(name string)
 	// OnFailure is called with each failed pass's error, for metrics. It
 	// must not block.
@@ -254,7 +256,7 @@ func (u *Uploader) run(ctx context.Context) {
 			}
 		case <-timer.C:
 		}
-		if err := u.runPass(ctx); err != nil {
+		if err := u.runPass(ctx, true); err != nil {
 			backoff = min(max(2*backoff, u.opts.RetryMin), u.opts.RetryMax)
 			u.log.Warn("audit segment upload failed; local files kept, retrying", "err", err, "retry_in", backoff)
 			timer.Reset(backoff)
@@ -265,16 +267,18 @@ func (u *Uploader) run(ctx context.Context) {
 	}
 }
 
-// Flush runs one pass now and returns its error: for a shutdown that wants
-// the final sealed segment in the bucket (after Log.Close, before Close),
-// and for tests.
+// Flush runs one whole pass now (waiting for the loop's, if one is under
+// way) and returns its error: for a shutdown that wants the final sealed
+// segment in the bucket (after Log.Close; bound it with ctx), for a
+// one-off upload command, and for tests. It works with or without Start,
+// and after Close.
 func (u *Uploader) Flush(ctx context.Context) error {
-	return u.runPass(ctx)
+	return u.runPass(ctx, false)
 }
 
-// Close stops the loop, after the file being uploaded (if any) is done;
-// nothing more is started. Cancel Start's context instead to abort an
-// upload in flight (safe: nothing is removed unless verified).
+// Close stops the loop after the segment being uploaded (if any) is done;
+// no other is started. Cancel Start's context instead to abort an upload
+// in flight (safe: nothing is removed unless verified).
 func (u *Uploader) Close() error {
 	u.closeOnce.Do(func() { close(u.stop) })
 	u.mu.Lock()
@@ -308,9 +312,10 @@ func (u *Uploader) stopping() bool {
 	}
 }
 
-func (u *Uploader) runPass(ctx context.Context) error {
+// runPass runs a pass; the loop's (stoppable) ends early on Close.
+func (u *Uploader) runPass(ctx context.Context, stoppable bool) error {
 	u.passMu.Lock()
-	err := u.pass(ctx)
+	err := u.pass(ctx, stoppable)
 	u.passMu.Unlock()
 	u.mu.Lock()
 	u.lastErr = err
@@ -329,12 +334,12 @@ type work struct {
 
 // pass uploads what is finished, oldest first, and stops at the first
 // failure so the bucket always holds a contiguous run of the log.
-func (u *Uploader) pass(ctx context.Context) error {
+func (u *Uploader) pass(ctx context.Context, stoppable bool) error {
 	segs, err := audit.ListSegments(u.fsys)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", u.dir, err)
 	}
-	anchor := newestWithRecord(u.fsys, segs)
+	anchor := newestWithRecord(u.dir, segs)
 	todo := make([]work, 0, len(segs))
 	u.mu.Lock()
 	present := make(map[uint64]bool, len(segs))
@@ -364,7 +369,7 @@ func (u *Uploader) pass(ctx context.Context) error {
 	}
 	u.pending.Store(int64(pending))
 	for i, w := range todo {
-		if u.stopping() {
+		if stoppable && u.stopping() {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -584,7 +589,7 @@ func (u *Uploader) exists(ctx context.Context, key string) (bool, error) {
 // check verifies that the object described by head holds exactly size
 // bytes with SHA-256 sum, and is locked as configured. until is the
 // retain-until date just requested (zero for an object found already
-// there: its retention must then still be in force).
+// there).
 //
 // The size and checksum come from HEAD: the checksum is the one S3
 // computed and checked against ours when it stored the bytes. A server
@@ -607,11 +612,11 @@ func (u *Uploader) check(ctx context.Context, head *s3.HeadObjectOutput, key, ve
 		if string(head.ObjectLockMode) != mode || got == nil {
 			return fmt.Errorf("%w: lock mode %q, want %s (is Object Lock enabled on the bucket, and may these credentials s3:GetObjectRetention?)", ErrNotLocked, head.ObjectLockMode, mode)
 		}
+		// An object found already there (an earlier upload whose answer
+		// was lost, or one kept with keep_local) got its date when it was
+		// written; only a fresh upload can be held to the date just asked.
 		if !until.IsZero() && got.Before(until.Add(-time.Second)) {
 			return fmt.Errorf("%w: retained until %s, asked for %s", ErrNotLocked, got.UTC().Format(time.RFC3339), until.Format(time.RFC3339))
-		}
-		if until.IsZero() && !got.After(u.now()) {
-			return fmt.Errorf("%w: its retention ended at %s", ErrNotLocked, got.UTC().Format(time.RFC3339))
 		}
 	}
 	return nil
@@ -666,10 +671,11 @@ func isStatus(err error, status int) bool {
 }
 
 // newestWithRecord returns the index of the newest segment whose first
-// record is complete (the segment startup recovery resumes from), or -1.
-func newestWithRecord(fsys fs.FS, segs []audit.SegmentInfo) int {
+// record is complete and durable (the segment startup recovery resumes
+// from), or -1.
+func newestWithRecord(dir string, segs []audit.SegmentInfo) int {
 	for i := len(segs) - 1; i >= 0; i-- {
-		if holdsRecord(fsys, segs[i]) {
+		if holdsRecord(dir, segs[i]) {
 			return i
 		}
 	}
@@ -677,13 +683,18 @@ func newestWithRecord(fsys fs.FS, segs []audit.SegmentInfo) int {
 }
 
 // holdsRecord reports whether seg's first line is a complete record with
-// its first seq. A preallocated segment is zeros until its first batch; a
-// torn first line is a batch that was never acknowledged.
-func holdsRecord(fsys fs.FS, seg audit.SegmentInfo) bool {
+// its first seq, made durable. A preallocated segment is zeros until its
+// first batch; a torn first line is a batch that was never acknowledged.
+//
+// The fsync matters: the writer may not have synced the batch we just read
+// from the page cache. If power failed before it did, recovery would find
+// this segment empty, remove it and resume from the one before, which by
+// then we might have removed, and the log would start over at seq 0.
+func holdsRecord(dir string, seg audit.SegmentInfo) bool {
 	if !seg.HasRecords || !seg.HasCheckpoints {
 		return false
 	}
-	f, err := fsys.Open(seg.Name)
+	f, err := os.Open(filepath.Join(dir, seg.Name))
 	if err != nil {
 		return false
 	}
@@ -704,6 +715,8 @@ func holdsRecord(fsys fs.FS, seg audit.SegmentInfo) bool {
 	if bytes.IndexByte(line, 0) >= 0 {
 		return false
 	}
-	rec, err := audit.DecodeRecord(line)
-	return err == nil && rec.Seq == seg.First
+	if rec, err := audit.DecodeRecord(line); err != nil || rec.Seq != seg.First {
+		return false
+	}
+	return f.Sync() == nil
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/audit/upload"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -139,6 +141,9 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 	origin := fs.String("origin", "", "the origin every checkpoint must have, e.g. countersign/node-1")
 	var trusted auditStrings
 	fs.Var(&trusted, "trusted", "a checkpoint note held outside the log (repeatable); the log must contain it")
+	configPath := fs.String("config", "", "countersign configuration whose audit.upload names the bucket to read")
+	source := fs.String("source", "local", "with -config: bucket (the uploaded segments) or both (bucket and -dir together)")
+	node := fs.String("node", "", "with -config: the node whose uploads to read (default audit.node_id)")
 	if !auditParseFlags(fs, args, stderr, 0) {
 		return 2
 	}
@@ -157,9 +162,25 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		opts.Trusted = append(opts.Trusted, b)
 	}
 	fsys, err := audit.DirFS(*dir)
-	if err != nil {
+	if err != nil && *source != "bucket" {
 		fmt.Fprintln(stderr, "countersign audit verify:", err)
 		return 2
+	}
+	if *source != "local" {
+		bucket, err := auditBucketFS(*configPath, *node)
+		if err != nil {
+			fmt.Fprintln(stderr, "countersign audit verify:", err)
+			return 2
+		}
+		switch *source {
+		case "bucket":
+			fsys = bucket
+		case "both":
+			fsys = upload.UnionFS(fsys, bucket)
+		default:
+			fmt.Fprintf(stderr, "countersign audit verify: -source must be local, bucket or both, not %q\n", *source)
+			return 2
+		}
 	}
 	start := time.Now()
 	res, err := audit.Verify(fsys, opts)
@@ -494,4 +515,36 @@ func runAuditPubkey(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, vkey)
 	return 0
+}
+
+// auditBucketFS opens the uploaded log named by a configuration's
+// audit.upload section, read-only.
+func auditBucketFS(configPath, node string) (iofs.FS, error) {
+	if configPath == "" {
+		return nil, fmt.Errorf("-source bucket|both needs -config with an audit.upload section")
+	}
+	cfg, err := loadConfig(configPath, Config{})
+	if err != nil {
+		return nil, err
+	}
+	applyEnv(&cfg)
+	up := cfg.Audit.Upload
+	if !up.Enabled() {
+		return nil, fmt.Errorf("%s has no audit.upload.bucket", configPath)
+	}
+	if err := up.Validate(); err != nil {
+		return nil, err
+	}
+	if node == "" {
+		node = cfg.Audit.NodeID
+	}
+	if node == "" && up.Prefix == "" {
+		return nil, fmt.Errorf("-node is required: %s sets neither audit.node_id nor audit.upload.prefix", configPath)
+	}
+	ctx := context.Background()
+	client, err := upload.NewClient(ctx, up)
+	if err != nil {
+		return nil, err
+	}
+	return upload.BucketFS(ctx, client, up.Bucket, up.KeyPrefix(node))
 }

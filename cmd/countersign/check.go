@@ -200,6 +200,14 @@ func walkDurations(t reflect.Type, n ast.Node, path string) error {
 		case *ast.MappingValueNode:
 			pairs = []*ast.MappingValueNode{v}
 		}
+		// Inline structs (audit.Config inside AuditConfig) share the mapping.
+		for i := range t.NumField() {
+			if sf := t.Field(i); strings.Contains(sf.Tag.Get("yaml"), ",inline") {
+				if err := walkDurations(sf.Type, n, path); err != nil {
+					return err
+				}
+			}
+		}
 		for _, kv := range pairs {
 			if kv.Key == nil {
 				continue

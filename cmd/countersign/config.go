@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/audit/upload"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/s3req"
@@ -38,9 +39,16 @@ type Config struct {
 	Endpoints   []s3req.Endpoint         `yaml:"endpoints"`
 	Credentials signer.CredentialsConfig `yaml:"credentials"`
 	Policy      policy.SourceConfig      `yaml:"policy"`
-	Audit       audit.Config             `yaml:"audit"`
+	Audit       AuditConfig              `yaml:"audit"`
 	Keys        KeysConfig               `yaml:"keys"`
 	Limits      LimitsConfig             `yaml:"limits"`
+}
+
+// AuditConfig is the audit log (audit.Config, inline) plus the upload of
+// sealed segments to S3, which lives in its own package.
+type AuditConfig struct {
+	audit.Config `yaml:",inline"`
+	Upload       upload.Config `yaml:"upload"`
 }
 
 // KeysConfig holds the object-key rules.
@@ -89,6 +97,9 @@ func applyEnv(cfg *Config) {
 	if v := os.Getenv("COUNTERSIGN_SESSION_TOKEN"); v != "" {
 		cfg.Credentials.SessionToken = v
 	}
+	if v := os.Getenv("COUNTERSIGN_AUDIT_UPLOAD_SECRET_ACCESS_KEY"); v != "" {
+		cfg.Audit.Upload.SecretAccessKey = v
+	}
 	if v := os.Getenv("COUNTERSIGN_AUTH_HS256_SECRET"); v != "" {
 		cfg.Auth.HS256Secret = v
 	}
@@ -111,6 +122,9 @@ func (c *Config) validate(dev bool) error {
 		if err := c.Audit.Validate(); err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
+		if err := c.Audit.Upload.Validate(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
 	}
 	if !(dev && !c.Policy.Configured()) {
 		if !c.Policy.Configured() {
@@ -128,6 +142,7 @@ func (c *Config) validate(dev bool) error {
 func (c Config) digest() string {
 	c.Credentials.SecretAccessKey, c.Credentials.SessionToken = "", ""
 	c.Auth.HS256Secret = ""
+	c.Audit.Upload.SecretAccessKey = ""
 	data, err := yaml.Marshal(c)
 	if err != nil {
 		return "unavailable: " + err.Error()

@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/audit/upload"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/deploy/policies"
 	"github.com/countersign/countersign/metrics"
@@ -148,10 +150,33 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 
 	// The audit log opens first: everything after it is on record,
 	// including the policy revisions the manager loads.
-	auditLog, err := audit.Open(cfg.Audit, audit.Options{Logger: log, HMACKey: auditHMACKey(), OnBatch: m.AuditBatch})
+	// The uploader needs the log's node id, so it is made after Open; seals
+	// reported before it exists are found by its first pass.
+	var uploader atomic.Pointer[upload.Uploader]
+	auditLog, err := audit.Open(cfg.Audit.Config, audit.Options{
+		Logger: log, HMACKey: auditHMACKey(), OnBatch: m.AuditBatch,
+		OnSeal: func(s audit.SegmentInfo) {
+			if u := uploader.Load(); u != nil {
+				u.Notify(s)
+			}
+		},
+	})
 	if err != nil {
 		authn.Close()
 		return nil, nil, fmt.Errorf("config audit: %w", err)
+	}
+	if cfg.Audit.Upload.Enabled() {
+		u, err := upload.New(ctx, cfg.Audit.Upload, cfg.Audit.Dir, upload.Options{
+			NodeID: auditLog.Node(), Logger: log, OnUploaded: m.AuditSegmentUploaded, OnFailure: m.AuditUploadFailed,
+		})
+		if err != nil {
+			auditLog.Close()
+			authn.Close()
+			return nil, nil, fmt.Errorf("config audit.upload: %w", err)
+		}
+		uploader.Store(u)
+		m.WatchAuditUpload(u.Pending, u.LastError)
+		u.Start(ctx)
 	}
 	m.WatchAudit(auditLog.Stats)
 	lifecycle := func(ev audit.Event, detail map[string]string) {
@@ -189,6 +214,16 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 	closeAll := func() {
 		if err := auditLog.Close(); err != nil {
 			log.Error("closing the audit log", "err", err)
+		}
+		if u := uploader.Load(); u != nil {
+			// Ship what was just sealed, within a bound; what is left is
+			// uploaded at the next start.
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := u.Flush(fctx); err != nil {
+				log.Error("uploading sealed audit segments at shutdown", "err", err)
+			}
+			cancel()
+			u.Close()
 		}
 		pm.Close()
 		authn.Close()
