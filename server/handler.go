@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/policy"
@@ -85,6 +87,9 @@ type Handler struct {
 	log      *slog.Logger
 	limiter  *principalLimiter // nil when rate limiting is off
 	decoders sync.Pool
+	// signingKey is the access key id of the last signature, to put a
+	// key_rotation record in the audit log when the credentials change.
+	signingKey atomic.Pointer[string]
 }
 
 // NewHandler wires the stages. None may be nil: there is no anonymous mode
@@ -261,13 +266,18 @@ func (h *Handler) refuseAuth(c *call, err error) {
 func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	start := time.Now()
 	recs := c.auditRecords()
+	if c.signed != nil {
+		recs = h.noteKeyRotation(recs, c.signed.AccessKeyID)
+	}
 	if err := h.stages.Audit.Append(context.Background(), recs...); err != nil {
 		h.log.Error("audit log unavailable; refusing to sign", "err", err, "request_id", c.requestID)
 		c.signed = nil
 		c.refuse(http.StatusServiceUnavailable, "audit log unavailable; nothing was signed", 1)
 	} else if m := h.opts.Metrics; m != nil {
 		for _, r := range recs {
-			m.CountAuditDecision(string(r.Decision))
+			if r.Kind == audit.KindAccess {
+				m.CountAuditDecision(string(r.Decision))
+			}
 		}
 	}
 	h.observe("audit", start)
@@ -327,6 +337,24 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 			c.refuse(http.StatusForbidden, deniedMessage(t), 0)
 		}
 	}
+}
+
+// noteKeyRotation adds a key_rotation lifecycle record, in the same durable
+// batch, when a signature is the first with a new access key id (session
+// credentials renewed, or a new static key).
+func (h *Handler) noteKeyRotation(recs []*audit.Record, keyID string) []*audit.Record {
+	prev := h.signingKey.Load()
+	if prev != nil && *prev == keyID {
+		return recs
+	}
+	if !h.signingKey.CompareAndSwap(prev, &keyID) {
+		return recs // another request recorded this rotation
+	}
+	detail := map[string]string{"access_key_id": keyID}
+	if prev != nil {
+		detail["previous_access_key_id"] = *prev
+	}
+	return append(recs, &audit.Record{Kind: audit.KindLifecycle, Event: audit.EventKeyRotation, Detail: detail})
 }
 
 // observe records the time since start for stage and returns now, so

@@ -500,6 +500,16 @@ func TestAuditRecordsPerObject(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("records\n got %v\nwant %v", got, want)
 	}
+	rotations := 0
+	audit.Query(context.Background(), fsys, audit.Filter{Kind: audit.KindLifecycle}, func(rec *audit.Record, _ []byte) error {
+		if rec.Event == audit.EventKeyRotation && rec.Detail["access_key_id"] == "AKTEST" {
+			rotations++
+		}
+		return nil
+	})
+	if rotations != 1 {
+		t.Fatalf("key_rotation records for the first signing key: %d, want 1", rotations)
+	}
 	vkey, _ := os.ReadFile(dir + ".vkey")
 	verifiers, err := audit.ParseVerifiers(string(vkey))
 	if err != nil {
