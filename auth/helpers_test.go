@@ -195,10 +195,14 @@ func rsaJWK(kid, alg string, k *rsa.PublicKey) map[string]any {
 }
 
 func ecJWK(kid string, k *ecdsa.PublicKey) map[string]any {
-	size := (k.Curve.Params().BitSize + 7) / 8
-	x, y := make([]byte, size), make([]byte, size)
-	k.X.FillBytes(x)
-	k.Y.FillBytes(y)
+	// Uncompressed SEC 1 point: 0x04 || X || Y, each coordinate padded to
+	// the field size, which is what RFC 7518 §6.2.1 wants for "x" and "y".
+	pt, err := k.Bytes()
+	if err != nil {
+		panic(err)
+	}
+	size := (len(pt) - 1) / 2
+	x, y := pt[1:1+size], pt[1+size:]
 	return map[string]any{"kty": "EC", "kid": kid, "crv": k.Curve.Params().Name, "x": b64(x), "y": b64(y)}
 }
 

@@ -19,11 +19,6 @@ func (q params) get(key string) (param, bool) {
 	return param{}, false
 }
 
-func (q params) has(key string) bool {
-	_, ok := q.get(key)
-	return ok
-}
-
 // presignParams are the query parameters of presigned URLs (SigV4 and V2).
 // A description carrying them is either confused or trying to smuggle a
 // second signature, so it is refused outright.

@@ -220,6 +220,7 @@ func TestCredentialsConfigRedacted(t *testing.T) {
 		"%v":     fmt.Sprintf("%v", cfg),
 		"%+v":    fmt.Sprintf("%+v", cfg),
 		"%#v":    fmt.Sprintf("%#v", cfg),
+		//lint:ignore S1025 the test checks what fmt's %s verb prints, which need not be String()
 		"%s ptr": fmt.Sprintf("%s", &cfg),
 		"slog":   logged.String(),
 	}
