@@ -24,6 +24,7 @@ Usage:
   countersign config check [-load-policy] FILE      validate a configuration file, naming the bad key
   countersign audit verify|query|proof|verify-proof|keygen|pubkey
                                                     check, search and prove the audit log
+  countersign bench -url URL [flags]                load-test a running countersign with an Iceberg-scan workload
   countersign version                               print build information
 
 Run "countersign COMMAND -h" for a command's flags.
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runConfigCmd(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return runAudit(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -31,6 +31,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML configuration file")
 	dev := fs.Bool("dev", false, "development mode: embedded defaults, example policy, generated credentials; NOT for production")
+	canned := cannedFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -67,7 +68,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1
 	}
-	srv, closeStages, err := build(ctx, cfg, *dev, log)
+	srv, closeStages, err := buildServer(ctx, cfg, *dev, *canned, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/countersign/countersign/metrics"
+	"github.com/countersign/countersign/remotesign"
+	"github.com/countersign/countersign/s3req"
+	"github.com/countersign/countersign/server"
+)
+
+// cannedFlagName turns on serve's benchmark-only canned-response mode, the
+// floor "countersign bench -floor-url" compares the full path with. It is a
+// command-line flag only: there is no configuration key and -dev does not
+// imply it, so no config file or default can ever turn it on.
+const cannedFlagName = "bench-canned-responses-i-know-this-signs-nothing"
+
+// cannedFlag registers the canned-response flag on serve's flag set.
+func cannedFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool(cannedFlagName, false,
+		"BENCHMARK ONLY: answer every well-formed sign request with a canned, FAKE signature; "+
+			"authentication, policy, audit and signing are all skipped (the floor for countersign bench)")
+}
+
+// buildServer is build, or with canned set the benchmark-only
+// canned-response server.
+func buildServer(ctx context.Context, cfg Config, dev, canned bool, log *slog.Logger) (*server.Server, func(), error) {
+	if !canned {
+		return build(ctx, cfg, dev, log)
+	}
+	return buildCanned(cfg, log)
+}
+
+// buildCanned builds a server with the real HTTP server, routing, request
+// decoding, classifier (the configured endpoints) and response encoding,
+// and server.CannedStages for the rest. Its /readyz always fails.
+func buildCanned(cfg Config, log *slog.Logger) (*server.Server, func(), error) {
+	for range 3 {
+		log.Error("BENCHMARK CANNED-RESPONSE MODE (-" + cannedFlagName + "): " +
+			"no authentication, no policy, no audit, FAKE signatures. For measuring countersign's floor only; never route real traffic here.")
+	}
+	classifier, err := s3req.New(s3req.Options{
+		Endpoints:       cfg.Endpoints,
+		AllowUnsafeKeys: cfg.Keys.AllowUnsafe,
+		MaxDeleteKeys:   cfg.Limits.MaxDeleteKeys,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("config endpoints: %w", err)
+	}
+	h, err := server.NewHandler(server.CannedStages(classifier), server.Options{
+		BasePaths: cfg.BasePaths,
+		Metrics:   metrics.New(),
+		Limits:    remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
+	}, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return server.New(h, server.Config{
+		MaxBodyBytes:   cfg.Limits.MaxBodyBytes,
+		ReadTimeout:    cfg.Limits.ReadTimeout,
+		WriteTimeout:   cfg.Limits.WriteTimeout,
+		IdleTimeout:    cfg.Limits.IdleTimeout,
+		MaxConcurrency: cfg.Limits.MaxConcurrency,
+	}, server.CannedReadiness()), func() {}, nil
+}
