@@ -193,6 +193,11 @@ func (s *s3Server) adminList(t testing.TB, bucket, prefix string) []string {
 type signerProc struct {
 	url string // http://127.0.0.1:PORT
 	log *lockedBuffer
+	// stop sends SIGINT, which countersign handles as SIGTERM (finish
+	// in-flight requests, seal the audit segment with a final checkpoint),
+	// and waits for the process (killing it after 10 s); the test's cleanup
+	// calls it too. Nil for a signerProc that does not own a process.
+	stop func()
 }
 
 // startCountersign writes config (YAML text) and runs `countersign serve
@@ -237,7 +242,7 @@ func startCountersign(t testing.TB, config string, env ...string) *signerProc {
 		}
 		close(addrc)
 	}()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -247,6 +252,9 @@ func startCountersign(t testing.TB, config string, env ...string) *signerProc {
 			cmd.Process.Kill()
 			<-done
 		}
+	})
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("countersign log:\n%s", logBuf.String())
 		}
@@ -256,7 +264,7 @@ func startCountersign(t testing.TB, config string, env ...string) *signerProc {
 		if !ok {
 			t.Fatalf("countersign exited before serving:\n%s", logBuf.String())
 		}
-		return &signerProc{url: "http://" + addr, log: logBuf}
+		return &signerProc{url: "http://" + addr, log: logBuf, stop: stop}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("countersign did not start:\n%s", logBuf.String())
 	}
@@ -265,9 +273,10 @@ func startCountersign(t testing.TB, config string, env ...string) *signerProc {
 
 // auditDir is a countersign audit directory with its keys.
 type auditDir struct {
-	dir           string
-	signerKeyFile string
-	hmacKeyFile   string
+	dir             string
+	signerKeyFile   string
+	verifierKeyFile string // for countersign audit verify -pubkey
+	hmacKeyFile     string
 }
 
 // newAuditDir makes keys the way `countersign audit keygen` does (an
@@ -275,18 +284,19 @@ type auditDir struct {
 func newAuditDir(t testing.TB) *auditDir {
 	t.Helper()
 	base := t.TempDir()
-	skey, _, err := note.GenerateKey(rand.Reader, "countersign-conformance")
+	skey, vkey, err := note.GenerateKey(rand.Reader, "countersign-conformance")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var h [32]byte
 	rand.Read(h[:])
 	a := &auditDir{
-		dir:           filepath.Join(base, "audit"),
-		signerKeyFile: filepath.Join(base, "checkpoint.key"),
-		hmacKeyFile:   filepath.Join(base, "hmac.key"),
+		dir:             filepath.Join(base, "audit"),
+		signerKeyFile:   filepath.Join(base, "checkpoint.key"),
+		verifierKeyFile: filepath.Join(base, "checkpoint.pub"),
+		hmacKeyFile:     filepath.Join(base, "hmac.key"),
 	}
-	for name, content := range map[string]string{a.signerKeyFile: skey, a.hmacKeyFile: hex.EncodeToString(h[:])} {
+	for name, content := range map[string]string{a.signerKeyFile: skey, a.verifierKeyFile: vkey, a.hmacKeyFile: hex.EncodeToString(h[:])} {
 		if err := os.WriteFile(name, []byte(content+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -298,6 +308,14 @@ func newAuditDir(t testing.TB) *auditDir {
 // conformance policy (testdata/policy) and a fresh audit log, plus extra
 // YAML lines.
 func baseConfig(t testing.TB, port int, extra string) string {
+	t.Helper()
+	config, _ := baseConfigWithAudit(t, port, extra)
+	return config
+}
+
+// baseConfigWithAudit is baseConfig, also returning the audit directory
+// and keys the configuration names.
+func baseConfigWithAudit(t testing.TB, port int, extra string) (string, *auditDir) {
 	t.Helper()
 	policyDir, err := filepath.Abs("testdata/policy")
 	if err != nil {
@@ -326,7 +344,7 @@ credentials:
   access_key_id: %[2]s
 policy:
   paths: [%[3]q]
-`, port, testAccessKey, policyDir, testIssuer, testAudience, writeJWKS(t), audit.dir, audit.signerKeyFile, audit.hmacKeyFile) + extra
+`, port, testAccessKey, policyDir, testIssuer, testAudience, writeJWKS(t), audit.dir, audit.signerKeyFile, audit.hmacKeyFile) + extra, audit
 }
 
 // secretEnv passes the storage secret through the environment.
