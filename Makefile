@@ -5,11 +5,31 @@ GO ?= go
 
 test: check unit e2e manifests conformance
 
-# Formatting and vet over every module.
+# Static checks: gofmt over every module; go vet and staticcheck (pinned in
+# its own tools module, tools/staticcheck, so it cannot move versitygw's
+# dependencies) over the service and the end-to-end module; then a short
+# run of every fuzz target.
+STATICCHECK = $(GO) tool -modfile=$(CURDIR)/tools/staticcheck/go.mod staticcheck
 check:
 	@out="$$(gofmt -l . )"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd e2e && $(GO) vet ./...
+	$(STATICCHECK) ./...
+	cd e2e && $(STATICCHECK) ./...
+	$(MAKE) fuzz-short
+
+# Every fuzz target of the service module (found by name, so new ones are
+# included), each for FUZZSHORT. Findings land in the package's
+# testdata/fuzz/ and fail the run.
+FUZZSHORT ?= 10s
+.PHONY: fuzz-short
+fuzz-short:
+	@set -e; for dir in $$($(GO) list -f '{{.Dir}}' ./...); do \
+		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go 2>/dev/null); do \
+			echo "fuzz $${dir#$(CURDIR)/} $$fn ($(FUZZSHORT))"; \
+			(cd $$dir && $(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZSHORT) .) || exit 1; \
+		done; \
+	done
 
 unit:
 	$(GO) test -race -count=1 ./...
