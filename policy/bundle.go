@@ -53,7 +53,7 @@ func verificationConfig(v *BundleVerification) (*bundle.VerificationConfig, erro
 // readBundle verifies and compiles a bundle tarball. The revision is the
 // manifest's, or a hash of the tarball when the manifest names none.
 // Modules named *_test.rego are skipped, as in Load.
-func readBundle(ctx context.Context, name string, data []byte, verify *bundle.VerificationConfig) (*Engine, error) {
+func readBundle(ctx context.Context, name string, data []byte, verify *bundle.VerificationConfig, eo engineOptions) (*Engine, error) {
 	r := bundle.NewCustomReader(bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(data), "")).
 		WithRegoVersion(ast.RegoV1).
 		WithBundleVerificationConfig(verify).
@@ -76,7 +76,7 @@ func readBundle(ctx context.Context, name string, data []byte, verify *bundle.Ve
 	if rev == "" {
 		rev = contentHash(data)
 	}
-	return newEngine(ctx, name, mods, b.Data, rev)
+	return newEngine(ctx, name, mods, b.Data, rev, eo)
 }
 
 func contentHash(data []byte) string {

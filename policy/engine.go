@@ -32,6 +32,12 @@ type Options struct {
 	// FS, if set, is loaded instead of Paths (used for the embedded example
 	// policy of serve -dev).
 	FS fs.FS
+	// FastPath configures the per-scope cache of partially evaluated
+	// policies (on by default).
+	FastPath FastPathOptions
+	// OnCache, if set, is called once per decision the fast path was asked
+	// for (see ManagerOptions.OnCache).
+	OnCache func(hit bool)
 }
 
 // Engine evaluates the policy. It is immutable and safe for concurrent use;
@@ -39,7 +45,9 @@ type Options struct {
 type Engine struct {
 	query    rego.PreparedEvalQuery
 	revision string
-	content  string // hash of modules and data, whatever the revision says
+	content  string    // hash of modules and data, whatever the revision says
+	fast     *fastPath // nil: every decision is a full evaluation
+	noFast   string    // why fast is nil
 }
 
 // Load compiles the policy and prepares the decision query. A policy that
@@ -67,7 +75,13 @@ func Load(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.FS != nil {
 		where = "the embedded policy"
 	}
-	return newEngine(ctx, where, mods, res.Documents, "")
+	return newEngine(ctx, where, mods, res.Documents, "", engineOptions{fast: opts.FastPath, onCache: opts.OnCache})
+}
+
+// engineOptions are the Options that are not about the source.
+type engineOptions struct {
+	fast    FastPathOptions
+	onCache func(hit bool)
 }
 
 // module is one parsed Rego file, from a directory or a bundle.
@@ -80,7 +94,7 @@ type module struct {
 // newEngine compiles modules over the data document docs. An empty
 // revision is replaced by a content hash of modules and data. where names
 // the source in errors that cannot name a file.
-func newEngine(ctx context.Context, where string, mods []module, docs map[string]any, revision string) (*Engine, error) {
+func newEngine(ctx context.Context, where string, mods []module, docs map[string]any, revision string, eo engineOptions) (*Engine, error) {
 	if len(mods) == 0 {
 		return nil, fmt.Errorf("policy: no .rego files found in %s", where)
 	}
@@ -91,12 +105,15 @@ func newEngine(ctx context.Context, where string, mods []module, docs map[string
 	if docs == nil {
 		docs = map[string]any{}
 	}
+	store := inmem.NewFromObject(docs)
 	regoOpts := []func(*rego.Rego){
 		rego.Query("data." + Package),
-		rego.Store(inmem.NewFromObject(docs)),
+		rego.Store(store),
 	}
 	h := sha256.New()
+	parsed := make([]*ast.Module, 0, len(mods))
 	for _, m := range mods {
+		parsed = append(parsed, m.parsed)
 		regoOpts = append(regoOpts, rego.ParsedModule(m.parsed))
 		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(m.name), len(m.raw))
 		h.Write(m.raw)
@@ -116,7 +133,9 @@ func newEngine(ctx context.Context, where string, mods []module, docs map[string
 	if revision == "" {
 		revision = content
 	}
-	return &Engine{query: pq, revision: revision, content: content}, nil
+	e := &Engine{query: pq, revision: revision, content: content}
+	e.fast, e.noFast = newFastPath(parsed, docs, store, eo.fast, eo.onCache)
+	return e, nil
 }
 
 // checkEntrypoint requires package countersign.authz with a rule allow:
@@ -161,9 +180,38 @@ func (e *Engine) Revision() string { return e.revision }
 
 // Authorize evaluates the policy for one input. allow must be exactly true
 // to allow; anything else — undefined, false, a non-boolean — denies.
+//
+// The decision is always the full evaluation's; the fast path (see the
+// package documentation) reaches it from the scope's cached residual policy
+// when it can, and falls back to the full evaluation when it cannot.
 func (e *Engine) Authorize(ctx context.Context, in *Input) (Decision, error) {
+	if e.fast != nil {
+		if allow, reason, ok := e.fast.decide(ctx, in); ok {
+			return Decision{Allow: allow, Reason: reason, Revision: e.revision}, nil
+		}
+	}
+	return e.authorizeFull(ctx, in)
+}
+
+// authorizeFull evaluates the whole policy package for in, with the input
+// converted directly to its AST (inputValue) when it can be.
+func (e *Engine) authorizeFull(ctx context.Context, in *Input) (Decision, error) {
+	if v, ok := inputValue(in); ok {
+		return e.evalFull(ctx, rego.EvalParsedInput(v))
+	}
+	return e.evalFull(ctx, rego.EvalInput(in))
+}
+
+// authorizeRego is the full evaluation with rego's own conversion of the
+// input: what countersign did before the fast path, the reference the tests
+// compare everything with.
+func (e *Engine) authorizeRego(ctx context.Context, in *Input) (Decision, error) {
+	return e.evalFull(ctx, rego.EvalInput(in))
+}
+
+func (e *Engine) evalFull(ctx context.Context, input rego.EvalOption) (Decision, error) {
 	d := Decision{Revision: e.revision}
-	rs, err := e.query.Eval(ctx, rego.EvalInput(in))
+	rs, err := e.query.Eval(ctx, input)
 	if err != nil {
 		return d, fmt.Errorf("policy: evaluating: %w", err)
 	}

@@ -46,6 +46,18 @@ type ManagerOptions struct {
 	// HTTPClient fetches bundle.url. Default: a client with
 	// bundle.timeout.
 	HTTPClient *http.Client
+	// FastPath configures the per-scope cache of partially evaluated
+	// policies of every policy the Manager loads (on by default; a reload
+	// starts with an empty cache).
+	FastPath FastPathOptions
+	// OnCache, if set, is called once per decision the fast path was asked
+	// for: hit is true when the scope's cached residual policy decided, false
+	// when the decision needed a full evaluation (no residual for the scope
+	// yet, a residual the fast path cannot evaluate, or an object it could
+	// not decide exactly). Not called for policies that are always fully
+	// evaluated. It runs on the request's goroutine: keep it to a counter
+	// increment.
+	OnCache func(hit bool)
 }
 
 // Status describes the Manager's current policy and its last failure, for
@@ -107,7 +119,7 @@ func NewManager(ctx context.Context, src SourceConfig, opts ManagerOptions) (*Ma
 	if opts.FS != nil {
 		m.source = "embedded policy"
 		m.status.Source = m.source
-		e, err := Load(ctx, Options{FS: opts.FS})
+		e, err := Load(ctx, Options{FS: opts.FS, FastPath: opts.FastPath, OnCache: opts.OnCache})
 		if err != nil {
 			return nil, err
 		}
@@ -279,7 +291,7 @@ func (m *Manager) load(ctx context.Context) (string, error) {
 			return "", nil
 		}
 		m.seenHash, m.etag = sum, etag
-		e, err = readBundle(ctx, "bundle "+redactURL(m.src.Bundle.URL), body, m.verify)
+		e, err = readBundle(ctx, "bundle "+redactURL(m.src.Bundle.URL), body, m.verify, m.engineOptions())
 	case m.src.Bundle.File != "":
 		var data []byte
 		data, err = os.ReadFile(m.src.Bundle.File)
@@ -291,7 +303,7 @@ func (m *Manager) load(ctx context.Context) (string, error) {
 			return "", nil
 		}
 		m.seenHash = sum
-		e, err = readBundle(ctx, "bundle "+m.src.Bundle.File, data, m.verify)
+		e, err = readBundle(ctx, "bundle "+m.src.Bundle.File, data, m.verify, m.engineOptions())
 	default:
 		sum, err = hashPaths(m.src.Paths)
 		if err != nil {
@@ -301,7 +313,7 @@ func (m *Manager) load(ctx context.Context) (string, error) {
 			return "", nil
 		}
 		m.seenHash = sum
-		e, err = Load(ctx, Options{Paths: m.src.Paths})
+		e, err = Load(ctx, Options{Paths: m.src.Paths, FastPath: m.opts.FastPath, OnCache: m.opts.OnCache})
 	}
 	if err != nil {
 		return "", err
@@ -319,6 +331,10 @@ func (m *Manager) load(ctx context.Context) (string, error) {
 	}
 	m.swap(e)
 	return e.Revision(), nil
+}
+
+func (m *Manager) engineOptions() engineOptions {
+	return engineOptions{fast: m.opts.FastPath, onCache: m.opts.OnCache}
 }
 
 func (m *Manager) swap(e *Engine) {

@@ -1,0 +1,474 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+)
+
+// FastPathOptions configures the fast path: partial evaluation of the policy
+// once per scope, cached, and the residual evaluated per object (see the
+// package documentation).
+type FastPathOptions struct {
+	// Disabled turns it off: every decision is a full evaluation.
+	Disabled bool
+	// CacheSize is how many scopes keep their residual policy (least
+	// recently used first out). Default DefaultCacheSize.
+	CacheSize int
+}
+
+// DefaultCacheSize is the default number of cached scopes.
+const DefaultCacheSize = 1024
+
+const (
+	l1Size   = 256  // lock-free front of the cache, direct-mapped
+	seenSize = 4096 // scopes seen once, waiting for a second sighting
+	// maxResidualRules: a scope whose residual is larger is decided by full
+	// evaluations (its residual would cost more than the policy).
+	maxResidualRules = 20000
+	// partialTimeout bounds one partial evaluation.
+	partialTimeout = 10 * time.Second
+
+	helperPackage     = "countersign_fastpath"
+	undefinedSentinel = "countersign_fastpath_undefined"
+	queryPackage      = "countersign_fastpath_query"
+	residualNamespace = "countersign_residual"
+)
+
+// fastPath is an Engine's cache of residual programs, one per scope. A new
+// Engine (a reload) starts with an empty one: nothing outlives the policy
+// and data it was computed from.
+type fastPath struct {
+	opts       FastPathOptions
+	onCache    func(hit bool)
+	admitAfter int  // sightings of a scope before it is built (2; tests: 1)
+	syncBuild  bool // tests: build on the deciding goroutine
+	shallow    bool // benchmarks: shallow inlining instead of the analysis
+
+	mods      []*ast.Module
+	store     storage.Store
+	helper    *ast.Module
+	query     string
+	nTargets  int
+	reasonIdx int // -1: the policy has no reason rule
+
+	prepOnce sync.Once
+	pq       rego.PreparedPartialQuery
+	prepErr  error
+	kept     []string // rules partial evaluation does not inline
+
+	seed     maphash.Seed
+	l1       [l1Size]atomic.Pointer[scope]
+	l2       *lru.Cache[uint64, *scope]
+	seen     [seenSize]atomic.Uint64
+	building atomic.Bool
+
+	stats fastStats
+}
+
+type fastStats struct {
+	hits        atomic.Uint64 // decided by a residual
+	misses      atomic.Uint64 // no residual for the scope (yet)
+	unsupported atomic.Uint64 // the scope's residual is unsupported
+	fallbacks   atomic.Uint64 // the residual could not decide this object
+	builds      atomic.Uint64 // residuals built
+	failed      atomic.Uint64 // builds that ended unsupported
+}
+
+// scope is one cached partial evaluation.
+type scope struct {
+	hash  uint64
+	key   []byte
+	known *knownInput
+	prog  *program // nil: unsupported, decide by full evaluation
+	err   error
+}
+
+// newFastPath returns nil, and a reason, when the policy must always be
+// fully evaluated.
+func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, opts FastPathOptions, onCache func(bool)) (*fastPath, string) {
+	if opts.Disabled {
+		return nil, "disabled"
+	}
+	if why := fastIneligible(mods, docs); why != "" {
+		return nil, why
+	}
+	targets := fastTargets(mods)
+	if len(targets) == 0 || targets[0] != "data."+Package+".allow" {
+		return nil, "no allow rule"
+	}
+	reasonIdx := -1
+	if len(targets) > 1 && targets[1] == "data."+Package+".reason" {
+		reasonIdx = 1
+	}
+	// The helper rules copy each target, or a sentinel when it is
+	// undefined: never true, never a string, so it decides like undefined.
+	var src, q strings.Builder
+	fmt.Fprintf(&src, "package %s\n\n", helperPackage)
+	for i, t := range targets {
+		fmt.Fprintf(&src, "default t%d := {%q: true}\n\nt%d := v if {\n\tv := %s\n}\n\n", i, undefinedSentinel, i, t)
+		if i > 0 {
+			q.WriteString("; ")
+		}
+		fmt.Fprintf(&q, "x%d = data.%s.t%d", i, helperPackage, i)
+	}
+	helper, err := ast.ParseModuleWithOpts("countersign_fastpath.rego", src.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, "helper: " + err.Error()
+	}
+	size := opts.CacheSize
+	if size <= 0 {
+		size = DefaultCacheSize
+	}
+	l2, err := lru.New[uint64, *scope](size)
+	if err != nil {
+		return nil, err.Error()
+	}
+	f := &fastPath{
+		opts: opts, onCache: onCache, admitAfter: 2,
+		mods: mods, store: store, helper: helper, query: q.String(),
+		nTargets: len(targets), reasonIdx: reasonIdx,
+		seed: maphash.MakeSeed(), l2: l2,
+	}
+	if h := testHookFastPath.Load(); h != nil {
+		(*h)(f)
+	}
+	return f, ""
+}
+
+// testHookFastPath, if set, adjusts every new fast path (tests).
+var testHookFastPath atomic.Pointer[func(*fastPath)]
+
+// fastIneligible says why a policy cannot use the fast path: anything whose
+// result must not be reused across objects (non-deterministic built-ins such
+// as http.send or time.now_ns), `with` (mocks change what partial evaluation
+// assumes), base documents inside the decision package (the full evaluation
+// merges them), or packages that collide with the fast path's own.
+func fastIneligible(mods []*ast.Module, docs map[string]any) string {
+	if cs, ok := docs["countersign"].(map[string]any); ok {
+		if _, ok := cs["authz"]; ok {
+			return "data documents under data." + Package
+		}
+	}
+	for _, root := range []string{helperPackage, queryPackage, residualNamespace} {
+		if _, ok := docs[root]; ok {
+			return "data documents under data." + root
+		}
+	}
+	var why string
+	for _, m := range mods {
+		p := m.Package.Path.String()
+		for _, root := range []string{helperPackage, queryPackage, residualNamespace} {
+			if p == "data."+root || strings.HasPrefix(p, "data."+root+".") {
+				return "package " + p + " is reserved"
+			}
+		}
+		ast.NewGenericVisitor(func(x any) bool {
+			if why != "" {
+				return true
+			}
+			switch x := x.(type) {
+			case *ast.Expr:
+				if len(x.With) > 0 {
+					why = "uses with"
+				} else if x.IsCall() {
+					why = ndBuiltin(x.Operator())
+				}
+			case ast.Call:
+				if r, ok := x[0].Value.(ast.Ref); ok {
+					why = ndBuiltin(r)
+				}
+			}
+			return why != ""
+		}).Walk(m)
+		if why != "" {
+			return why + " (" + p + ")"
+		}
+	}
+	return ""
+}
+
+func ndBuiltin(op ast.Ref) string {
+	name := op.String()
+	if bi, ok := ast.BuiltinMap[name]; ok && bi.Nondeterministic {
+		return "calls non-deterministic " + name
+	}
+	return ""
+}
+
+// fastTargets are the documents the full evaluation computes: every rule of
+// the decision package and its sub-packages (functions are not documents),
+// allow first and reason second.
+func fastTargets(mods []*ast.Module) []string {
+	pkg := "data." + Package
+	set := map[string]bool{}
+	for _, m := range mods {
+		p := m.Package.Path.String()
+		if p != pkg && !strings.HasPrefix(p, pkg+".") {
+			continue
+		}
+		for _, r := range m.Rules {
+			if len(r.Head.Args) > 0 {
+				continue
+			}
+			first := r.Head.Ref()[0]
+			name, ok := first.Value.(ast.Var)
+			if !ok {
+				continue
+			}
+			set[p+"."+string(name)] = true
+		}
+	}
+	var out []string
+	for _, first := range []string{pkg + ".allow", pkg + ".reason"} {
+		if set[first] {
+			out = append(out, first)
+			delete(set, first)
+		}
+	}
+	rest := make([]string, 0, len(set))
+	for t := range set {
+		rest = append(rest, t)
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+func (f *fastPath) hook(hit bool) {
+	if f.onCache != nil {
+		f.onCache(hit)
+	}
+}
+
+// decide decides in from the scope's residual. ok is false when the caller
+// must evaluate the full policy: the scope has no residual yet, its residual
+// is unsupported, or it could not decide this object exactly.
+func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason string, ok bool) {
+	if ctx.Err() != nil || !validObjectFields(in) {
+		return false, "", false // the full evaluation reports ctx's error
+	}
+	var buf [512]byte
+	key, encoded := appendScopeKey(buf[:0], in)
+	if !encoded {
+		return false, "", false
+	}
+	h := maphash.Bytes(f.seed, key)
+	s := f.lookup(h, key)
+	if s == nil {
+		f.stats.misses.Add(1)
+		f.hook(false)
+		if !f.admit(h, key, in) || !f.syncBuild {
+			return false, "", false
+		}
+		if s = f.lookup(h, key); s == nil {
+			return false, "", false
+		}
+	}
+	if s.prog == nil {
+		f.stats.unsupported.Add(1)
+		f.hook(false)
+		return false, "", false
+	}
+	allow, reason, err := f.run(ctx, s, in)
+	if err != nil {
+		f.stats.fallbacks.Add(1)
+		f.hook(false)
+		return false, "", false
+	}
+	f.stats.hits.Add(1)
+	f.hook(true)
+	return allow, reason, true
+}
+
+func (f *fastPath) lookup(h uint64, key []byte) *scope {
+	slot := &f.l1[h%l1Size]
+	if s := slot.Load(); s != nil && s.hash == h && bytes.Equal(s.key, key) {
+		return s
+	}
+	if s, ok := f.l2.Get(h); ok && bytes.Equal(s.key, key) {
+		slot.Store(s)
+		return s
+	}
+	return nil
+}
+
+// admit records a sighting of a scope without a residual and, at the
+// admitAfter-th, builds one (in the background: a decision never waits for
+// partial evaluation). One build runs at a time; a scope seen only once
+// costs nothing but a slot.
+func (f *fastPath) admit(h uint64, key []byte, in *Input) bool {
+	if f.admitAfter > 1 {
+		slot := &f.seen[h%seenSize]
+		if slot.Load() != h {
+			slot.Store(h)
+			return false
+		}
+	}
+	if !f.building.CompareAndSwap(false, true) {
+		return false
+	}
+	known, err := newKnownInput(in)
+	if err != nil {
+		f.building.Store(false)
+		f.put(&scope{hash: h, key: bytes.Clone(key), err: err})
+		return false
+	}
+	own := bytes.Clone(key)
+	if f.syncBuild {
+		f.build(h, own, known)
+		return true
+	}
+	go f.build(h, own, known)
+	return true
+}
+
+func (f *fastPath) put(s *scope) {
+	f.l2.Add(s.hash, s)
+	f.l1[s.hash%l1Size].Store(s)
+}
+
+func (f *fastPath) build(h uint64, key []byte, known *knownInput) {
+	defer f.building.Store(false)
+	s := &scope{hash: h, key: key, known: known}
+	s.prog, s.err = f.compileScope(known)
+	f.stats.builds.Add(1)
+	if s.err != nil {
+		f.stats.failed.Add(1)
+	}
+	f.seen[h%seenSize].Store(0)
+	f.put(s)
+}
+
+// prepare compiles the policy with the helper module, finds the rules that
+// must not be inlined, and prepares the partial evaluation.
+func (f *fastPath) prepare() {
+	mods := make(map[string]*ast.Module, len(f.mods)+1)
+	for i, m := range f.mods {
+		mods[fmt.Sprintf("%04d:%s", i, m.Package.Location.File)] = m
+	}
+	mods["countersign_fastpath.rego"] = f.helper
+	c := ast.NewCompiler().WithCapabilities(residualCapabilities()).WithEnablePrintStatements(false)
+	if c.Compile(mods); c.Failed() {
+		f.prepErr = c.Errors
+		return
+	}
+	opts := []func(*rego.Rego){
+		rego.Compiler(c),
+		rego.Query(f.query),
+		rego.Store(f.store),
+		rego.PartialNamespace(residualNamespace),
+		rego.Unknowns(unknownFields),
+	}
+	if f.shallow {
+		opts = append(opts, rego.ShallowInlining(true))
+	} else {
+		f.kept = keptRules(c)
+		opts = append(opts, rego.DisableInlining(f.kept))
+	}
+	f.pq, f.prepErr = rego.New(opts...).PrepareForPartial(context.Background())
+}
+
+// compileScope partially evaluates the policy for one scope and compiles
+// the residual.
+func (f *fastPath) compileScope(known *knownInput) (*program, error) {
+	f.prepOnce.Do(f.prepare)
+	if f.prepErr != nil {
+		return nil, f.prepErr
+	}
+	peInput := known.root
+	ctx, cancel := context.WithTimeout(context.Background(), partialTimeout)
+	defer cancel()
+	pqs, err := f.pq.Partial(ctx, rego.EvalParsedInput(peInput))
+	if err != nil {
+		return nil, fmt.Errorf("partial evaluation: %w", err)
+	}
+	if len(pqs.Queries) == 0 {
+		return nil, fmt.Errorf("%w: the decision query is undefined", errUnsupported)
+	}
+	return compileResidual(pqs, f.nTargets, known)
+}
+
+// compileResidual compiles partial evaluation's output: the support
+// modules, and the queries as the rule `out` of the query package.
+func compileResidual(pqs *rego.PartialQueries, nTargets int, known *knownInput) (*program, error) {
+	mods := make(map[string]*ast.Module, len(pqs.Support)+1)
+	n := 0
+	for i, m := range pqs.Support {
+		mods[fmt.Sprintf("support%d", i)] = m
+		n += len(m.Rules)
+	}
+	if n > maxResidualRules {
+		return nil, fmt.Errorf("%w: residual of %d rules", errUnsupported, n)
+	}
+	var src strings.Builder
+	fmt.Fprintf(&src, "package %s\n\n", queryPackage)
+	vars := make([]string, nTargets)
+	for i := range vars {
+		vars[i] = fmt.Sprintf("x%d", i)
+	}
+	for range pqs.Queries {
+		fmt.Fprintf(&src, "out contains [%s] if { true }\n", strings.Join(vars, ", "))
+	}
+	qm, err := ast.ParseModuleWithOpts("query.rego", src.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, err
+	}
+	for i, q := range pqs.Queries {
+		qm.Rules[i].Body = q.Copy()
+	}
+	mods["query"] = qm
+	c := ast.NewCompiler().WithCapabilities(residualCapabilities()).WithSkipStages(residualSkipStages...)
+	if c.Compile(mods); c.Failed() {
+		return nil, fmt.Errorf("%w: compiling the residual: %v", errUnsupported, c.Errors)
+	}
+	return compileProgram(c, "data."+queryPackage+".out", known)
+}
+
+// residualSkipStages are compiler stages that only check a residual
+// (partial evaluation's output of a policy that compiled): none of them
+// rewrites it.
+var residualSkipStages = []ast.StageID{
+	ast.StageCheckUnusedImports, ast.StageCheckKeywordOverrides, ast.StageCheckDuplicateImports,
+	ast.StageParseMetadataBlocks, ast.StageSetAnnotationSet, ast.StageRewriteRegoMetadataCalls,
+	ast.StageCheckRuleConflicts, ast.StageCheckUndefinedFuncs, ast.StageRewriteTestRulesForTracing,
+	ast.StageCheckRecursion, ast.StageCheckTypes, ast.StageCheckUnsafeBuiltins,
+	ast.StageCheckDeprecatedBuiltins, ast.StageBuildComprehensionIndices, ast.StageBuildRequiredCapabilities,
+}
+
+var residualCapabilities = sync.OnceValue(func() *ast.Capabilities { return ast.CapabilitiesForThisVersion() })
+
+// run evaluates the scope's residual for one object.
+func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (bool, string, error) {
+	m := getMachine(ctx, s.prog, nil)
+	m.in = &m.inBuf
+	m.inBuf.reset(s.known, in)
+	defer func() {
+		m.inBuf.clear()
+		putMachine(m)
+	}()
+	tuple, err := m.run()
+	if err != nil {
+		return false, "", err
+	}
+	if len(tuple) != f.nTargets {
+		return false, "", errFallback
+	}
+	// The other targets were evaluated only for their errors.
+	var reason ast.String
+	if f.reasonIdx >= 0 {
+		reason, _ = tuple[f.reasonIdx].(ast.String)
+	}
+	allow, _ := tuple[0].(ast.Boolean)
+	return bool(allow), string(reason), nil
+}

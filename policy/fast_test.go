@@ -1,0 +1,948 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/loader"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// The fast path's correctness is checked against the full evaluation: for
+// every input of a random stream, Authorize (through the residual) and
+// authorizeFull (rego.EvalInput over the whole package, what countersign did
+// before the fast path) must return the same Decision, or both an error.
+
+const examplesRoot = "../deploy/policies"
+
+// differentialInputs is how many random inputs each policy gets.
+func differentialInputs() int {
+	switch {
+	case raceEnabled:
+		return 400
+	case testing.Short():
+		return 1000
+	}
+	return 3000
+}
+
+// forceBuild makes a test engine build a scope's residual at its first
+// sighting, on the deciding goroutine, so every input after the first of a
+// scope goes through the fast path.
+func forceBuild(e *Engine) {
+	if e.fast != nil {
+		e.fast.syncBuild, e.fast.admitAfter = true, 1
+	}
+}
+
+// testEngine loads dir; grants, if set, replaces data.countersign.grants.
+func testEngine(t testing.TB, dir string, grants map[string]any, opts engineOptions) *Engine {
+	t.Helper()
+	res, err := loader.NewFileLoader().WithRegoVersion(ast.RegoV1).Filtered([]string{dir}, skipFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mods []module
+	for name, m := range res.Modules {
+		mods = append(mods, module{name: name, raw: m.Raw, parsed: m.Parsed})
+	}
+	docs := res.Documents
+	if grants != nil {
+		docs["countersign"].(map[string]any)["grants"] = grants
+	}
+	e, err := newEngine(context.Background(), dir, mods, docs, "", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// moduleEngine compiles Rego source files (name -> source) and data.
+func moduleEngine(t testing.TB, files map[string]string, data map[string]any) *Engine {
+	t.Helper()
+	var mods []module
+	for name, src := range files {
+		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, module{name: name, raw: []byte(src), parsed: m})
+	}
+	e, err := newEngine(context.Background(), "test", mods, data, "", engineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// ---- a realistic 10,000-grant data document ----
+
+var (
+	grantBuckets = []string{"lake", "lake", "lake", "lake2", "raw"}
+	grantAccess  = []string{"read", "read", "read", "list", "write", "delete"}
+)
+
+// genGrants builds data.countersign.grants with n grants for 400 groups
+// (25 each) on table prefixes wh/db<0-39>/t<0-24>/ and database prefixes
+// wh/db<0-39>/, keyed group -> bucket -> access -> prefixes, plus the
+// example groups analysts and etl.
+func genGrants(n int) map[string]any {
+	r := rand.New(rand.NewPCG(1, 2))
+	grants := map[string]any{
+		"analysts": map[string]any{"lake": map[string]any{
+			"read": []any{"wh/db/t/", "wh/sales/"}, "list": []any{"wh/db/t/", "wh/sales/"}}},
+		"etl": map[string]any{"lake": map[string]any{
+			"read": []any{"wh/db/"}, "write": []any{"wh/db/"}, "delete": []any{"wh/db/t/"}, "list": []any{"wh/db/"}}},
+	}
+	for i := range n {
+		g := fmt.Sprintf("g%03d", i%400)
+		b := grantBuckets[r.IntN(len(grantBuckets))]
+		a := grantAccess[r.IntN(len(grantAccess))]
+		p := fmt.Sprintf("wh/db%d/t%d/", r.IntN(40), r.IntN(25))
+		if r.IntN(10) == 0 {
+			p = fmt.Sprintf("wh/db%d/", r.IntN(40))
+		}
+		gm, _ := grants[g].(map[string]any)
+		if gm == nil {
+			gm = map[string]any{}
+			grants[g] = gm
+		}
+		bm, _ := gm[b].(map[string]any)
+		if bm == nil {
+			bm = map[string]any{}
+			gm[b] = bm
+		}
+		l, _ := bm[a].([]any)
+		bm[a] = append(l, p)
+	}
+	return grants
+}
+
+// ---- random inputs ----
+
+type inputGen struct {
+	r        *rand.Rand
+	friendly map[*Input]bool // scopes drawn to be allowed more often
+	grants   map[string]any
+	groups   []string
+	keys     []string // prefixes that some grant or table covers, and near misses
+}
+
+func newInputGen(seed uint64, grants map[string]any) *inputGen {
+	g := &inputGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), grants: grants, friendly: map[*Input]bool{}}
+	g.groups = []string{"analysts", "etl", "nobody", "g001", "g002", "g017", "g123", "g399", "Analysts"}
+	prefixes := map[string]bool{}
+	for grp, bm := range grants {
+		for _, am := range bm.(map[string]any) {
+			for _, ps := range am.(map[string]any) {
+				for _, p := range ps.([]any) {
+					prefixes[p.(string)] = true
+				}
+			}
+		}
+		if len(g.groups) < 40 && strings.HasPrefix(grp, "g") && g.r.IntN(20) == 0 {
+			g.groups = append(g.groups, grp)
+		}
+	}
+	for p := range prefixes {
+		g.keys = append(g.keys, p)
+	}
+	g.keys = append(g.keys,
+		"wh/db/t/", "wh/db/t2/", "wh/db/t2", "wh/db/t_old/", "wh/db/t2_old/", "wh/db/t", "wh/db/",
+		"wh/db/sub/events/", "wh/db/sub/events_old/", "wh/sales/", "wh/sales2/", "wh/", "", "other/",
+		"wh/db1/t1/", "wh/db1/t10/", "wh/db1/t1", "wh/db12/", "wh/db1/")
+	slices.Sort(g.keys)
+	return g
+}
+
+func (g *inputGen) pick(xs []string) string { return xs[g.r.IntN(len(xs))] }
+
+func (g *inputGen) key() string { return g.keyUnder(g.pick(g.keys)) }
+
+// keyUnder is a key at or under p, or beside it (p_old/...).
+func (g *inputGen) keyUnder(p string) string {
+	switch g.r.IntN(8) {
+	case 0:
+		return p
+	case 1:
+		return p + "metadata/v3.metadata.json"
+	case 2:
+		return strings.TrimSuffix(p, "/") + "_old/data/f.parquet"
+	case 3:
+		return p + "data/日本/ü.parquet"
+	default:
+		return fmt.Sprintf("%sdata/%05d-%d.parquet", p, g.r.IntN(100000), g.r.IntN(9))
+	}
+}
+
+type opShape struct {
+	op, action, access string
+	list, copy         bool
+}
+
+var opShapes = []opShape{
+	{op: "GetObject", action: "s3:GetObject", access: "read"},
+	{op: "GetObject", action: "s3:GetObject", access: "read"},
+	{op: "HeadObject", action: "s3:GetObject", access: "read"},
+	{op: "PutObject", action: "s3:PutObject", access: "write"},
+	{op: "UploadPart", action: "s3:PutObject", access: "write"},
+	{op: "DeleteObject", action: "s3:DeleteObject", access: "delete"},
+	{op: "DeleteObjects", action: "s3:DeleteObject", access: "delete"},
+	{op: "ListObjectsV2", action: "s3:ListBucket", access: "list", list: true},
+	{op: "HeadBucket", action: "s3:ListBucket", access: "list"},
+	{op: "CopyObject", action: "s3:PutObject", access: "write", copy: true},
+	{op: "UploadPartCopy", action: "s3:PutObject", access: "write", copy: true},
+	{op: "PutObjectAcl", action: "s3:PutObjectAcl", access: "admin"},
+	{op: "Unknown", action: "s3:Unknown", access: "admin"},
+	{op: "GetObject", action: "s3:GetObject", access: ""},
+	{op: "GetObject", action: "s3:GetObject", access: "reads"},
+}
+
+var tables = []*Table{
+	nil, nil,
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "t"},
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "t"},
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "t2"},
+	{Prefix: "prod", Namespace: []string{"db", "sub"}, Name: "events"},
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "t2"},
+	{Prefix: "prod", Namespace: []string{"db", "sub"}, Name: "events"},
+	{Prefix: "prod", Namespace: []string{"db.sub"}, Name: "events"},
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "missing"},
+	{Prefix: "", Namespace: []string{"db"}, Name: "t"},
+	{Prefix: "prod", Namespace: nil, Name: "t"},
+}
+
+func (g *inputGen) principal() *Principal {
+	if g.r.IntN(15) == 0 {
+		return nil
+	}
+	p := &Principal{ID: g.pick([]string{"alice", "bob", "svc-etl", "spark"}), Issuer: "https://idp.example/", Claims: map[string]any{}}
+	switch g.r.IntN(10) {
+	case 0:
+		p.Groups = nil
+	case 1:
+		p.Groups = []string{}
+	default:
+		for range 1 + g.r.IntN(4) {
+			p.Groups = append(p.Groups, g.pick(g.groups))
+		}
+		if g.r.IntN(2) == 0 {
+			p.Groups = append(p.Groups, g.pick([]string{"analysts", "etl"}))
+		}
+	}
+	if g.r.IntN(4) == 0 { // a catalog token
+		p.Issuer = "https://catalog.example/"
+		switch g.r.IntN(6) {
+		case 0:
+			p.Claims["location"] = "s3://lake/wh/db/t/"
+		case 1:
+			p.Claims["location"] = []any{"s3://lake/wh/db/t2", "s3a://lake/wh/sales/"}
+		case 2:
+			p.Claims["location"] = "s3://lake"
+		case 3:
+			p.Claims["location"] = "gs://lake/wh/db/t/"
+		case 4:
+			p.Claims["location"] = 42.0
+		}
+		switch g.r.IntN(5) {
+		case 0:
+			p.Claims["access"] = []any{"read", "list"}
+		case 1:
+			p.Claims["access"] = []any{"read", "write", "delete", "list"}
+		case 2:
+			p.Claims["access"] = "read"
+		}
+	}
+	if g.r.IntN(3) == 0 {
+		p.Claims["exp"] = float64(1700000000 + g.r.IntN(1000))
+		p.Claims["nested"] = map[string]any{"a": []any{"x", true, nil, 1.5}}
+	}
+	if g.r.IntN(10) == 0 {
+		p.Claims = nil
+	}
+	return p
+}
+
+func (g *inputGen) headers(friendly bool) map[string]string {
+	switch g.r.IntN(12) {
+	case 0:
+		return nil
+	case 1:
+		return map[string]string{}
+	}
+	h := map[string]string{
+		"range":                 fmt.Sprintf("bytes=%d-%d", g.r.IntN(1000), 1000+g.r.IntN(100000)),
+		"amz-sdk-invocation-id": fmt.Sprintf("%08x-%04x", g.r.Uint32(), g.r.IntN(1<<16)),
+		"x-amz-content-sha256":  "UNSIGNED-PAYLOAD",
+		"user-agent":            "aws-sdk-java/2.x",
+	}
+	if !friendly && g.r.IntN(6) == 0 {
+		h[g.pick([]string{"x-amz-acl", "X-Amz-Grant-Read", "x-amz-object-lock-mode", "x-http-method-override",
+			"x-amz-website-redirect-location", "x-amz-bypass-governance-retention", "x-method-override", "x-amz-grantee", "x-amz-copy-source"})] = "v"
+	}
+	return h
+}
+
+// relevant are the prefixes that may allow a scope's objects: the table's
+// location, the catalog token's, the principal's group grants.
+func (g *inputGen) relevant(scope *Input) []string {
+	var ps []string
+	if t := scope.Table; t != nil && t.Name != "missing" {
+		switch t.Name {
+		case "t":
+			ps = append(ps, "wh/db/t/")
+		case "t2":
+			ps = append(ps, "wh/db/t2/")
+		case "events":
+			ps = append(ps, "wh/db/sub/events/")
+		}
+	}
+	if p := scope.Principal; p != nil {
+		var tok []string
+		switch loc := p.Claims["location"].(type) {
+		case string:
+			tok = []string{strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(loc, "s3://lake"), "s3://warehouse"), "/")}
+		case []any:
+			tok = []string{"wh/db/t2/", "wh/sales/"}
+		}
+		if g.r.IntN(2) == 0 {
+			ps = append(tok, ps...)
+		} else {
+			ps = append(ps, tok...)
+		}
+		for _, grp := range p.Groups {
+			bm, _ := g.grants[grp].(map[string]any)
+			am, _ := bm[scope.Resource.Bucket].(map[string]any)
+			for _, access := range []string{scope.Access, "read"} {
+				l, _ := am[access].([]any)
+				for _, x := range l {
+					ps = append(ps, x.(string))
+				}
+			}
+		}
+	}
+	return ps
+}
+
+func (g *inputGen) resource(bucket string, list bool) Resource {
+	return g.resourceKey(bucket, g.key(), list)
+}
+
+func (g *inputGen) resourceKey(bucket, key string, list bool) Resource {
+	if list {
+		p := key
+		if g.r.IntN(3) == 0 {
+			p = strings.TrimSuffix(p, "/")
+		}
+		return Resource{Bucket: bucket, Prefix: &p, ARN: "arn:aws:s3:::" + bucket}
+	}
+	return Resource{Bucket: bucket, Key: key, ARN: "arn:aws:s3:::" + bucket + "/" + key}
+}
+
+// scope draws everything but the per-object fields.
+func (g *inputGen) scope() *Input {
+	s := opShapes[g.r.IntN(len(opShapes))]
+	in := &Input{
+		Version: 1, Principal: g.principal(),
+		Operation: s.op, Action: s.action, Access: s.access,
+		Table:   tables[g.r.IntN(len(tables))],
+		Request: Request{Method: g.pick([]string{"GET", "PUT", "HEAD", "DELETE", "POST"}), Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com"},
+		Source:  Source{IP: g.pick([]string{"10.0.0.7", "10.0.0.8", "192.0.2.1"})},
+	}
+	if g.r.IntN(25) == 0 {
+		in.Version = g.pick2([]int{0, 2})
+	}
+	in.Resource.Bucket = g.pick([]string{"lake", "lake", "lake", "lake", "lake2", "raw", "warehouse", "other"})
+	if g.r.IntN(2) == 0 { // a scope likely to be allowed
+		s = opShapes[g.r.IntN(11)]
+		in.Version, in.Operation, in.Action, in.Access = 1, s.op, s.action, s.access
+		in.Resource.Bucket = g.pick([]string{"lake", "warehouse"})
+		if g.r.IntN(3) > 0 {
+			in.Table = tables[2+g.r.IntN(5)] // one in the data
+			in.Resource.Bucket = "lake"
+		}
+		if in.Principal == nil && g.r.IntN(2) == 0 {
+			in.Principal = g.principal()
+		}
+		if in.Principal != nil && g.r.IntN(2) == 0 {
+			p := *in.Principal
+			p.Issuer = "https://catalog.example/"
+			p.Claims = map[string]any{"location": g.pick([]string{"s3://lake/wh/db/t/", "s3://lake/wh/sales/", "s3://warehouse/"})}
+			if g.r.IntN(2) == 0 {
+				p.Claims["access"] = []any{"read", "write", "delete", "list"}
+			}
+			in.Principal = &p
+		}
+		g.friendly[in] = true
+	}
+	if s.copy {
+		src := g.resource(g.pick([]string{"lake", "lake", "warehouse", "raw"}), false)
+		if rel := g.relevant(in); len(rel) > 0 && g.r.IntN(2) == 0 {
+			src = g.resourceKey(in.Resource.Bucket, g.keyUnder(g.pick(rel)), false)
+		}
+		in.CopySource = &src
+	}
+	if s.list {
+		in.Resource.Prefix = new(string) // marks a list scope
+	}
+	return in
+}
+
+func (g *inputGen) pick2(xs []int) int { return xs[g.r.IntN(len(xs))] }
+
+// object fills the per-object fields of a copy of scope.
+func (g *inputGen) object(scope *Input) *Input {
+	in := *scope
+	list := scope.Resource.Prefix != nil
+	key := g.key()
+	if rel := g.relevant(scope); len(rel) > 0 && g.r.IntN(4) > 0 {
+		// The first relevant prefix (the table's, else the token's)
+		// most of the time.
+		if g.r.IntN(3) > 0 {
+			key = g.keyUnder(rel[0])
+		} else {
+			key = g.keyUnder(g.pick(rel))
+		}
+	}
+	if scope.Operation == "HeadBucket" {
+		in.Resource = Resource{Bucket: scope.Resource.Bucket, ARN: "arn:aws:s3:::" + scope.Resource.Bucket}
+	} else {
+		in.Resource = g.resourceKey(scope.Resource.Bucket, key, list)
+	}
+	in.Request.Headers = g.headers(g.friendly[scope])
+	if g.r.IntN(3) == 0 {
+		in.Source.IP = g.pick([]string{"10.0.0.7", "10.0.0.8", "192.0.2.1", "2001:db8::1"})
+	}
+	return &in
+}
+
+// stream yields n inputs in scan-like bursts: a scope, then several objects
+// of it, so that the fast path decides most of them from a cached residual.
+func (g *inputGen) stream(n int, yield func(*Input)) {
+	for n > 0 {
+		scope := g.scope()
+		for range min(n, 1+g.r.IntN(12)) {
+			yield(g.object(scope))
+			n--
+		}
+	}
+}
+
+func describeInput(in *Input) string {
+	b, _ := jsonMarshalIndent(in)
+	return string(b)
+}
+
+// checkSame compares the fast path with the full evaluation for in.
+func checkSame(t *testing.T, e *Engine, in *Input) bool {
+	t.Helper()
+	ctx := context.Background()
+	want, werr := e.authorizeRego(ctx, in)
+	got, gerr := e.Authorize(ctx, in)
+	full, ferr := e.authorizeFull(ctx, in)
+	if (werr != nil) != (gerr != nil) || got != want {
+		t.Errorf("fast path differs from the full evaluation\ninput: %s\nfast: %+v err %v\nfull: %+v err %v", describeInput(in), got, gerr, want, werr)
+		return false
+	}
+	if (werr != nil) != (ferr != nil) || full != want {
+		t.Errorf("full evaluation with the direct input differs\ninput: %s\ndirect: %+v err %v\nrego: %+v err %v", describeInput(in), full, ferr, want, werr)
+		return false
+	}
+	return true
+}
+
+func TestFastPathDifferential(t *testing.T) {
+	big := genGrants(10000)
+	small := exampleGrants(t)
+	cases := []struct {
+		name, dir string
+		grants    map[string]any
+	}{
+		{"grants", "grants", nil},
+		{"table-scope", "table-scope", nil},
+		{"catalog-token", "catalog-token", nil},
+		{"combined", "combined", nil},
+		{"dev", "dev", nil},
+		{"grants-10k", "grants", big},
+		{"combined-10k", "combined", big},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := testEngine(t, filepath.Join(examplesRoot, c.dir), c.grants, engineOptions{})
+			if e.fast == nil {
+				t.Fatalf("no fast path: %s", e.noFast)
+			}
+			forceBuild(e)
+			src := small
+			if c.grants != nil {
+				src = c.grants
+			}
+			g := newInputGen(uint64(i+1), src)
+			n, allowed, failures := 0, 0, 0
+			g.stream(differentialInputs(), func(in *Input) {
+				if failures > 10 {
+					return
+				}
+				if !checkSame(t, e, in) {
+					failures++
+				}
+				if d, _ := e.authorizeRego(context.Background(), in); d.Allow {
+					allowed++
+				}
+				n++
+			})
+			st := &e.fast.stats
+			t.Logf("%s: %d inputs, %d allowed; fast path: %d hits, %d misses, %d unsupported, %d fallbacks; %d residuals built, %d unsupported",
+				c.name, n, allowed, st.hits.Load(), st.misses.Load(), st.unsupported.Load(), st.fallbacks.Load(), st.builds.Load(), st.failed.Load())
+			if hits := st.hits.Load(); hits < uint64(n)/2 {
+				t.Errorf("only %d of %d decisions came from the fast path", hits, n)
+			}
+			if st.failed.Load() > 0 {
+				for _, s := range e.fast.l2.Values() {
+					if s.err != nil {
+						t.Errorf("unsupported residual: %v", s.err)
+						break
+					}
+				}
+			}
+			if allowed < n/40 || allowed > n-n/40 {
+				t.Errorf("%d of %d allowed: the inputs do not exercise both outcomes", allowed, n)
+			}
+		})
+	}
+}
+
+func exampleGrants(t testing.TB) map[string]any {
+	t.Helper()
+	res, err := loader.NewFileLoader().Filtered([]string{filepath.Join(examplesRoot, "grants")}, skipFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Documents["countersign"].(map[string]any)["grants"].(map[string]any)
+}
+
+// TestFastPathSemantics runs the differential check on policies written to
+// reach the corners of the interpreter: conflicts (the full evaluation's
+// error must come back), else, default functions, iteration, negation,
+// built-in errors, sets, objects and arrays built from the key.
+func TestFastPathSemantics(t *testing.T) {
+	policies := map[string]string{
+		"conflict": `package countersign.authz
+x := 1 if startswith(input.resource.key, "wh/db")
+x := 2 if startswith(input.resource.key, "wh/db1")
+allow if x == 1
+reason := sprintf("x is %v", [x])`,
+		"function-conflict": `package countersign.authz
+f(k) := "one" if startswith(k, "wh/")
+f(k) := "two" if endswith(k, ".parquet")
+allow if f(input.resource.key) == "one"`,
+		"conflict-elsewhere": `package countersign.authz
+allow if input.principal.id == "alice"
+debug := input.resource.key if contains(input.resource.key, "db")
+debug := "other" if contains(input.resource.key, "t")`,
+		"else": `package countersign.authz
+default allow := false
+level := "top" if { startswith(input.resource.key, "wh/db/t/") } else := "db" if { startswith(input.resource.key, "wh/db/") } else := "none"
+allow if level == "top"
+allow if { level == "db"; input.access == "read" }
+reason := concat(":", [level, input.resource.arn])`,
+		"default-function": `package countersign.authz
+default depth(_) := 0
+depth(k) := count(split(k, "/")) if contains(k, "/")
+allow if depth(input.resource.key) > 3
+reason := sprintf("depth %d", [depth(input.resource.key)])`,
+		"iteration": `package countersign.authz
+import rego.v1
+names contains lower(n) if some n, _ in input.request.headers
+values contains v if some _, v in input.request.headers
+parts contains p if some p in split(input.resource.key, "/")
+allow if {
+	"range" in names
+	not "x-amz-acl" in names
+	"data" in parts
+	every v in values { not contains(v, "evil") }
+}
+reason := concat(",", sort(names)) if not allow`,
+		"builtin-errors": `package countersign.authz
+n := to_number(trim_suffix(split(input.resource.key, "/")[2], ".parquet"))
+allow if n > 10
+reason := sprintf("n=%v", [n])`,
+		"composites": `package countersign.authz
+obj := {"k": input.resource.key, "b": input.resource.bucket, "p": input.resource.prefix}
+arr := [input.resource.key, input.resource.arn]
+allow if {
+	obj.b == "lake"
+	[k, arn] := arr
+	endswith(arn, k)
+	is_null(obj.p)
+	object.get(input.resource, "key", "") == k
+	object.get(input, ["resource", "bucket"], "") == "lake"
+}
+reason := json.marshal({"obj": obj, "arr": arr, "req": input.request})`,
+		"negation": `package countersign.authz
+granted_prefixes := {"wh/db/t/", "wh/sales/"}
+bad if { some p in granted_prefixes; startswith(input.resource.key, concat("", [p, "secret/"])) }
+ok if { some p in granted_prefixes; startswith(input.resource.key, p) }
+allow if { ok; not bad }
+reason := "secret" if bad
+reason := "not granted" if not ok`,
+		"whole-input": `package countersign.authz
+allow if {
+	input.resource.bucket == "lake"
+	count(input) == 10
+	count(input.resource) == 4
+	input.request.headers.range
+}
+reason := sprintf("%v %v", [object.keys(input.request), input.resource])`,
+		"source": `package countersign.authz
+allow if { net.cidr_contains("10.0.0.0/8", input.source.ip); startswith(input.resource.key, "wh/") }
+reason := sprintf("from %s (%v)", [input.source.ip, input.source])`,
+		"sub-package": `package countersign.authz
+allow if data.countersign.authz.extra.ok
+`,
+		"sub-package-rules": `package countersign.authz.extra
+ok if startswith(input.resource.key, "wh/")
+conflict := 1 if endswith(input.resource.key, "1.parquet")
+conflict := 2 if endswith(input.resource.key, "01.parquet")
+`,
+	}
+	files := func(names ...string) map[string]string {
+		m := map[string]string{}
+		for _, n := range names {
+			m[n+".rego"] = policies[n]
+		}
+		return m
+	}
+	cases := map[string]map[string]string{}
+	for name := range policies {
+		if !strings.HasPrefix(name, "sub-package") {
+			cases[name] = files(name)
+		}
+	}
+	cases["sub-package"] = files("sub-package", "sub-package-rules")
+	for name, fs := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := moduleEngine(t, fs, nil)
+			if e.fast == nil {
+				t.Fatalf("no fast path: %s", e.noFast)
+			}
+			forceBuild(e)
+			g := newInputGen(7, exampleGrants(t))
+			var errs, n int
+			g.stream(differentialInputs()/3, func(in *Input) {
+				n++
+				if _, err := e.authorizeRego(context.Background(), in); err != nil {
+					errs++
+				}
+				checkSame(t, e, in)
+			})
+			st := &e.fast.stats
+			t.Logf("%d inputs (%d full-evaluation errors); %d hits, %d fallbacks, %d unsupported scopes",
+				n, errs, st.hits.Load(), st.fallbacks.Load(), st.failed.Load())
+			for _, s := range e.fast.l2.Values() {
+				if s.err != nil {
+					t.Logf("unsupported: %v", s.err)
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestFastPathIneligible: policies that use non-deterministic built-ins or
+// with are always fully evaluated (their results must not be reused), and
+// give the full evaluation's answer.
+func TestFastPathIneligible(t *testing.T) {
+	for name, src := range map[string]string{
+		"http.send": `package countersign.authz
+allow if {
+	startswith(input.resource.key, "wh/")
+	http.send({"method": "GET", "url": "http://127.0.0.1:1/", "raise_error": false, "timeout": "10ms"}).status_code == 0
+}`,
+		"time.now_ns": `package countersign.authz
+allow if { startswith(input.resource.key, "wh/"); time.now_ns() > 0 }`,
+		"time in a library": `package countersign.authz
+import data.lib
+allow if lib.fresh
+` + "\n",
+		"with": `package countersign.authz
+f(x) := x
+allow if f(input.resource.key) with input.resource.key as "x"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := map[string]string{"authz.rego": src}
+			if name == "time in a library" {
+				files["lib.rego"] = "package lib\nfresh if time.now_ns() > input.principal.claims.iat\n"
+			}
+			e := moduleEngine(t, files, nil)
+			if e.fast != nil {
+				t.Fatal("the fast path is on")
+			}
+			t.Logf("full evaluation only: %s", e.noFast)
+			g := newInputGen(3, exampleGrants(t))
+			g.stream(50, func(in *Input) { checkSame(t, e, in) })
+		})
+	}
+}
+
+// TestScopeKeyCoversInput fails when Input gains a field: appendScopeKey
+// (and unknownFields) must then be updated, or two inputs differing in the
+// new field would share a residual.
+func TestScopeKeyCoversInput(t *testing.T) {
+	want := map[string][]string{
+		"Input":     {"Version", "Principal", "Operation", "Action", "Access", "Resource", "CopySource", "Table", "Request", "Source"},
+		"Principal": {"ID", "Issuer", "Groups", "Claims"},
+		"Resource":  {"Bucket", "Key", "Prefix", "ARN"},
+		"Table":     {"Prefix", "Namespace", "Name"},
+		"Request":   {"Method", "Region", "Host", "Headers"},
+		"Source":    {"IP"},
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[Input](), reflect.TypeFor[Principal](), reflect.TypeFor[Resource](), reflect.TypeFor[Table](), reflect.TypeFor[Request](), reflect.TypeFor[Source]()} {
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		if !slices.Equal(got, want[typ.Name()]) {
+			t.Errorf("%s has fields %v; update appendScopeKey, then this test", typ.Name(), got)
+		}
+	}
+}
+
+// TestScopeKeyExact: inputs with equal scope keys have equal known inputs,
+// and inputs differing outside the per-object fields have different keys.
+func TestScopeKeyExact(t *testing.T) {
+	g := newInputGen(11, exampleGrants(t))
+	seen := map[string]string{} // key -> known input
+	n := 0
+	g.stream(2000, func(in *Input) {
+		key, ok := appendScopeKey(nil, in)
+		if !ok {
+			t.Fatalf("cannot encode %s", describeInput(in))
+		}
+		k, err := newKnownInput(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		known := k.root.String()
+		if prev, ok := seen[string(key)]; ok && prev != known {
+			t.Fatalf("one scope key, two known inputs:\n%s\n%s", prev, known)
+		}
+		seen[string(key)] = known
+		n++
+	})
+	byKnown := map[string]int{}
+	for _, known := range seen {
+		byKnown[known]++
+	}
+	for known, c := range byKnown {
+		if c > 1 {
+			t.Errorf("%d scope keys for one known input (harmless, but the encoding is not canonical): %s", c, known)
+		}
+	}
+	t.Logf("%d inputs, %d scopes", n, len(seen))
+}
+
+func jsonMarshalIndent(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+
+// withHook sets testHookFastPath for the duration of a (non-parallel) test.
+func withHook(t *testing.T, h func(*fastPath)) {
+	testHookFastPath.Store(&h)
+	t.Cleanup(func() { testHookFastPath.Store(nil) })
+}
+
+func prefixPolicy(prefix string) string {
+	return fmt.Sprintf(`package countersign.authz
+
+default allow := false
+
+allow if startswith(input.resource.key, %q)
+
+reason := sprintf("%%s is not under %s", [input.resource.key]) if not allow
+`, prefix, prefix)
+}
+
+// TestFastPathCacheInvalidatedOnReload: a reload swaps in an Engine with an
+// empty cache; a residual of the old policy never decides again.
+func TestFastPathCacheInvalidatedOnReload(t *testing.T) {
+	withHook(t, func(f *fastPath) { f.syncBuild, f.admitAfter = true, 1 })
+	dir := t.TempDir()
+	file := filepath.Join(dir, "authz.rego")
+	writeFile(t, file, prefixPolicy("wh/a/"))
+	var hits, misses atomic.Int64
+	ctx := context.Background()
+	m, err := NewManager(ctx, SourceConfig{Paths: []string{dir}}, ManagerOptions{OnCache: func(hit bool) {
+		if hit {
+			hits.Add(1)
+		} else {
+			misses.Add(1)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := scanInputs(3)
+	for i, k := range []string{"wh/a/1.parquet", "wh/a/2.parquet", "wh/a/3.parquet"} {
+		in[i].Resource.Key = k
+	}
+	for _, x := range in {
+		d, err := m.Authorize(ctx, x)
+		if err != nil || !d.Allow {
+			t.Fatalf("old policy: %+v %v", d, err)
+		}
+	}
+	if hits.Load() != 3 || misses.Load() != 1 { // the first decision built the scope
+		t.Fatalf("old policy: %d hits, %d misses", hits.Load(), misses.Load())
+	}
+	oldRev := m.Revision()
+
+	writeFile(t, file, prefixPolicy("wh/b/"))
+	if err := m.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.Revision() == oldRev {
+		t.Fatal("not reloaded")
+	}
+	hits.Store(0)
+	misses.Store(0)
+	for _, x := range in {
+		d, err := m.Authorize(ctx, x)
+		if err != nil || d.Allow || d.Revision == oldRev || !strings.Contains(d.Reason, "is not under wh/b/") {
+			t.Fatalf("new policy: %+v %v", d, err)
+		}
+	}
+	if misses.Load() != 1 || hits.Load() != 3 {
+		t.Fatalf("new policy: %d hits, %d misses: the old cache answered", hits.Load(), misses.Load())
+	}
+}
+
+// TestFastPathNotAskedWhenIneligible: a policy with http.send is fully
+// evaluated through the Manager, and OnCache is never called.
+func TestFastPathNotAskedWhenIneligible(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "authz.rego"), `package countersign.authz
+allow if {
+	startswith(input.resource.key, "wh/")
+	r := http.send({"method": "GET", "url": "http://127.0.0.1:1/", "raise_error": false, "timeout": "50ms"})
+	r.status_code == 0
+}
+`)
+	var calls atomic.Int64
+	m, err := NewManager(context.Background(), SourceConfig{Paths: []string{dir}}, ManagerOptions{OnCache: func(bool) { calls.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range scanInputs(3) {
+		d, err := m.Authorize(context.Background(), in)
+		if err != nil || !d.Allow {
+			t.Fatalf("%+v %v", d, err)
+		}
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("OnCache called %d times", calls.Load())
+	}
+}
+
+// TestFastPathDisabled: FastPathOptions.Disabled leaves every decision to
+// the full evaluation.
+func TestFastPathDisabled(t *testing.T) {
+	e := testEngine(t, filepath.Join(examplesRoot, "grants"), nil, engineOptions{fast: FastPathOptions{Disabled: true}})
+	if e.fast != nil {
+		t.Fatal("fast path on")
+	}
+	g := newInputGen(5, exampleGrants(t))
+	g.stream(20, func(in *Input) { checkSame(t, e, in) })
+}
+
+// TestFastPathBackgroundBuild: without the test knobs, a scope is built
+// in the background after its second sighting and then decides.
+func TestFastPathBackgroundBuild(t *testing.T) {
+	e := testEngine(t, filepath.Join(examplesRoot, "grants"), genGrants(10000), engineOptions{})
+	ins := scanInputs(200)
+	ctx := context.Background()
+	for i, in := range ins {
+		checkSame(t, e, in)
+		if e.fast.stats.hits.Load() > 0 {
+			t.Logf("first fast decision at input %d", i)
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	eventuallyTrue(t, "a fast decision", func() bool {
+		_, _ = e.Authorize(ctx, ins[0])
+		return e.fast.stats.hits.Load() > 0
+	})
+	if b := e.fast.stats.builds.Load(); b != 1 {
+		t.Fatalf("%d builds", b)
+	}
+}
+
+func eventuallyTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInputValueExact: the direct conversion of the full evaluation's input
+// equals rego's JSON round trip, for random inputs and odd claims.
+func TestInputValueExact(t *testing.T) {
+	g := newInputGen(13, exampleGrants(t))
+	check := func(in *Input) {
+		t.Helper()
+		got, ok := inputValue(in)
+		var x any = in
+		if err := util.RoundTripFast(&x); err != nil {
+			t.Fatal(err)
+		}
+		want, err := ast.InterfaceToValue(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Fatalf("not converted: %s", describeInput(in))
+		}
+		if got.Compare(want) != 0 || got.String() != want.String() {
+			t.Fatalf("conversion differs\n got: %v\nwant: %v", got, want)
+		}
+	}
+	g.stream(2000, check)
+	in := scanInputs(1)[0]
+	in.Principal.Claims = map[string]any{
+		"big": 1e21, "small": 1e-7, "neg": -0.0, "int": 42, "i64": int64(-7), "num": json.Number("1.50"),
+		"html": "<a&b>", "nested": map[string]any{"l": []any{1.5, "x", nil, true, map[string]any{}}},
+		"strs": []string{"a", "b"}, "empty": []any{}, "null": nil,
+	}
+	check(in)
+	in.Resource.Key = "bad\xffutf8"
+	if _, ok := inputValue(in); ok {
+		t.Fatal("invalid UTF-8 converted")
+	}
+}

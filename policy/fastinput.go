@@ -1,0 +1,497 @@
+package policy
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// The per-object fields of the input: unknown to partial evaluation, read
+// from the object at each decision. Everything else is the scope, which
+// partial evaluation sees.
+var unknownFields = []string{
+	"input.resource.key",
+	"input.resource.arn",
+	"input.resource.prefix",
+	"input.request.headers",
+	"input.source",
+}
+
+// knownInput is a scope's input as OPA sees it (the JSON round trip of the
+// Input struct, exactly as rego.EvalInput converts it), with the per-object
+// fields left out.
+type knownInput struct {
+	root     ast.Object // resource without key/arn/prefix, request without headers, no source
+	rootKVs  [][2]*ast.Term
+	resKVs   [][2]*ast.Term
+	reqKVs   [][2]*ast.Term
+	resource ast.Object
+	request  ast.Object
+}
+
+var (
+	keyResource = ast.StringTerm("resource")
+	keyRequest  = ast.StringTerm("request")
+	keySource   = ast.StringTerm("source")
+	keyIP       = ast.StringTerm("ip")
+	keyKey      = ast.StringTerm("key")
+	keyARN      = ast.StringTerm("arn")
+	keyPrefix   = ast.StringTerm("prefix")
+	keyHeaders  = ast.StringTerm("headers")
+)
+
+// newKnownInput converts in the way the full evaluation does and removes
+// the per-object fields.
+func newKnownInput(in *Input) (*knownInput, error) {
+	cp := *in
+	cp.Resource.Key, cp.Resource.ARN, cp.Resource.Prefix = "", "", nil
+	cp.Request.Headers = nil
+	cp.Source = Source{}
+	var x any = &cp
+	if err := util.RoundTripFast(&x); err != nil {
+		return nil, err
+	}
+	v, err := ast.InterfaceToValue(x)
+	if err != nil {
+		return nil, err
+	}
+	full, ok := v.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("policy: input is a %T", v)
+	}
+	k := &knownInput{}
+	var resOld, reqOld ast.Object
+	full.Foreach(func(key, val *ast.Term) {
+		switch {
+		case key.Equal(keyResource):
+			resOld, _ = val.Value.(ast.Object)
+		case key.Equal(keyRequest):
+			reqOld, _ = val.Value.(ast.Object)
+		case key.Equal(keySource):
+		default:
+			k.rootKVs = append(k.rootKVs, [2]*ast.Term{key, val})
+		}
+	})
+	if resOld == nil || reqOld == nil {
+		return nil, fmt.Errorf("policy: input without resource or request")
+	}
+	resOld.Foreach(func(key, val *ast.Term) {
+		if !key.Equal(keyKey) && !key.Equal(keyARN) && !key.Equal(keyPrefix) {
+			k.resKVs = append(k.resKVs, [2]*ast.Term{key, val})
+		}
+	})
+	reqOld.Foreach(func(key, val *ast.Term) {
+		if !key.Equal(keyHeaders) {
+			k.reqKVs = append(k.reqKVs, [2]*ast.Term{key, val})
+		}
+	})
+	k.resource = ast.NewObject(k.resKVs...)
+	k.request = ast.NewObject(k.reqKVs...)
+	kvs := append(slices.Clone(k.rootKVs), [2]*ast.Term{keyResource, ast.NewTerm(k.resource)}, [2]*ast.Term{keyRequest, ast.NewTerm(k.request)})
+	k.root = ast.NewObject(kvs...)
+	return k, nil
+}
+
+type lazyKind uint8
+
+const (
+	lzRoot lazyKind = iota
+	lzResource
+	lzRequest
+	lzHeaders
+	lzSource
+	nLazy
+)
+
+// objInput is one object's input during a fast-path decision: the scope's
+// known part plus this object's fields. The objects that contain the
+// per-object fields (input, input.resource, input.request and its headers)
+// are lazy: a reference into them reads the field, and only a use of the
+// whole object (a built-in's argument, a comparison) builds it.
+type objInput struct {
+	k        *knownInput
+	key, arn lazyStr
+	ip       lazyStr
+	prefix   ast.Value // a string (boxed when needed) or null
+	pstr     lazyStr
+	headers  map[string]string
+
+	lazy [nLazy]lazyVal
+	mat  [nLazy]ast.Value
+
+	// The headers as values, once iterated: names, and values as lazy
+	// strings (policies rarely read them).
+	hdrKeys, hdrVals []ast.Value
+	hdrStrs          []lazyStr
+	hdrDone          bool
+}
+
+// headerValues are the header names and values as AST values, built once
+// per decision however many rules iterate over them.
+func (o *objInput) headerValues() ([]ast.Value, []ast.Value) {
+	if !o.hdrDone {
+		o.hdrDone = true
+		o.hdrKeys, o.hdrVals, o.hdrStrs = o.hdrKeys[:0], o.hdrVals[:0], o.hdrStrs[:0]
+		for name, val := range o.headers {
+			o.hdrKeys = append(o.hdrKeys, ast.String(name))
+			o.hdrStrs = append(o.hdrStrs, lazyStr{s: val})
+		}
+		for i := range o.hdrStrs {
+			o.hdrVals = append(o.hdrVals, &o.hdrStrs[i])
+		}
+	}
+	return o.hdrKeys, o.hdrVals
+}
+
+// lazyStr is a string value boxed only when used.
+type lazyStr struct {
+	s   string
+	val ast.Value
+}
+
+func (l *lazyStr) value() ast.Value {
+	if l.val == nil {
+		l.val = ast.String(l.s)
+	}
+	return l.val
+}
+
+func (l *lazyStr) Compare(other ast.Value) int          { return l.value().Compare(materialize(other)) }
+func (l *lazyStr) Find(path ast.Ref) (ast.Value, error) { return l.value().Find(path) }
+func (l *lazyStr) Hash() int                            { return l.value().Hash() }
+func (l *lazyStr) IsGround() bool                       { return true }
+func (l *lazyStr) String() string                       { return l.value().String() }
+func (l *lazyStr) StringLength() int                    { return l.value().StringLength() }
+
+func (o *objInput) reset(k *knownInput, in *Input) {
+	o.k = k
+	o.key = lazyStr{s: in.Resource.Key}
+	o.arn = lazyStr{s: in.Resource.ARN}
+	o.ip = lazyStr{s: in.Source.IP}
+	if in.Resource.Prefix != nil {
+		o.pstr = lazyStr{s: *in.Resource.Prefix}
+		o.prefix = &o.pstr
+	} else {
+		o.prefix = ast.NullValue
+	}
+	o.headers = in.Request.Headers
+	for i := range o.lazy {
+		o.lazy[i] = lazyVal{in: o, kind: lazyKind(i)}
+		o.mat[i] = nil
+	}
+}
+
+func (o *objInput) clear() {
+	ks, vs, ss := o.hdrKeys, o.hdrVals, o.hdrStrs
+	clear(ks)
+	clear(vs)
+	clear(ss)
+	*o = objInput{hdrKeys: ks[:0], hdrVals: vs[:0], hdrStrs: ss[:0]}
+}
+
+func (o *objInput) root() ast.Value { return &o.lazy[lzRoot] }
+
+// lazyVal stands for one of the objects holding per-object fields. It is an
+// ast.Value so that it can be bound to a variable; every other use goes
+// through materialize.
+type lazyVal struct {
+	in   *objInput
+	kind lazyKind
+}
+
+func materialize(v ast.Value) ast.Value {
+	switch l := v.(type) {
+	case *lazyVal:
+		return l.value()
+	case *lazyStr:
+		return l.value()
+	}
+	return v
+}
+
+func (l *lazyVal) value() ast.Value {
+	o := l.in
+	if v := o.mat[l.kind]; v != nil {
+		return v
+	}
+	var v ast.Value
+	switch l.kind {
+	case lzHeaders:
+		kvs := make([][2]*ast.Term, 0, len(o.headers))
+		for name, val := range o.headers {
+			kvs = append(kvs, [2]*ast.Term{ast.StringTerm(name), ast.StringTerm(val)})
+		}
+		v = ast.NewObject(kvs...)
+	case lzResource:
+		kvs := make([][2]*ast.Term, 0, len(o.k.resKVs)+3)
+		kvs = append(kvs, o.k.resKVs...)
+		kvs = append(kvs, [2]*ast.Term{keyKey, ast.NewTerm(o.key.value())}, [2]*ast.Term{keyARN, ast.NewTerm(o.arn.value())}, [2]*ast.Term{keyPrefix, ast.NewTerm(materialize(o.prefix))})
+		v = ast.NewObject(kvs...)
+	case lzSource:
+		v = ast.NewObject([2]*ast.Term{keyIP, ast.NewTerm(o.ip.value())})
+	case lzRequest:
+		kvs := make([][2]*ast.Term, 0, len(o.k.reqKVs)+1)
+		kvs = append(kvs, o.k.reqKVs...)
+		kvs = append(kvs, [2]*ast.Term{keyHeaders, ast.NewTerm(o.headersValue())})
+		v = ast.NewObject(kvs...)
+	case lzRoot:
+		kvs := make([][2]*ast.Term, 0, len(o.k.rootKVs)+3)
+		kvs = append(kvs, o.k.rootKVs...)
+		kvs = append(kvs, [2]*ast.Term{keyResource, ast.NewTerm(o.lazy[lzResource].value())}, [2]*ast.Term{keyRequest, ast.NewTerm(o.lazy[lzRequest].value())},
+			[2]*ast.Term{keySource, ast.NewTerm(o.lazy[lzSource].value())})
+		v = ast.NewObject(kvs...)
+	}
+	o.mat[l.kind] = v
+	return v
+}
+
+func (o *objInput) headersValue() ast.Value {
+	if o.headers == nil {
+		return ast.NullValue // a nil map is JSON null
+	}
+	return o.lazy[lzHeaders].value()
+}
+
+func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
+	o := l.in
+	s, ok := materialize(k).(ast.String)
+	if !ok {
+		return nil, false // JSON objects have string keys only
+	}
+	switch l.kind {
+	case lzRoot:
+		switch s {
+		case "resource":
+			return &o.lazy[lzResource], true
+		case "request":
+			return &o.lazy[lzRequest], true
+		case "source":
+			return &o.lazy[lzSource], true
+		}
+		return getValue(o.k.root, k)
+	case lzResource:
+		switch s {
+		case "key":
+			return &o.key, true
+		case "arn":
+			return &o.arn, true
+		case "prefix":
+			return o.prefix, true
+		}
+		return getValue(o.k.resource, k)
+	case lzSource:
+		if s == "ip" {
+			return &o.ip, true
+		}
+		return nil, false
+	case lzRequest:
+		if s == "headers" {
+			if o.headers == nil {
+				return ast.NullValue, true
+			}
+			return &o.lazy[lzHeaders], true
+		}
+		return getValue(o.k.request, k)
+	default:
+		v, ok := o.headers[string(s)]
+		if !ok {
+			return nil, false
+		}
+		return ast.String(v), true
+	}
+}
+
+func getValue(obj ast.Object, k ast.Value) (ast.Value, bool) {
+	t := obj.Get(ast.NewTerm(k))
+	if t == nil {
+		return nil, false
+	}
+	return t.Value, true
+}
+
+// ast.Value, for a lazy value that is bound to a variable: every method
+// works on the built object.
+func (l *lazyVal) Compare(other ast.Value) int          { return l.value().Compare(materialize(other)) }
+func (l *lazyVal) Find(path ast.Ref) (ast.Value, error) { return l.value().Find(path) }
+func (l *lazyVal) Hash() int                            { return l.value().Hash() }
+func (l *lazyVal) IsGround() bool                       { return true }
+func (l *lazyVal) String() string                       { return l.value().String() }
+func (l *lazyVal) StringLength() int                    { return l.value().StringLength() }
+
+// validObjectFields reports whether the per-object fields are valid UTF-8:
+// the full evaluation's JSON round trip would replace invalid bytes, and
+// the fast path reads the fields as they are.
+func validObjectFields(in *Input) bool {
+	if !utf8.ValidString(in.Resource.Key) || !utf8.ValidString(in.Resource.ARN) || !utf8.ValidString(in.Source.IP) {
+		return false
+	}
+	if in.Resource.Prefix != nil && !utf8.ValidString(*in.Resource.Prefix) {
+		return false
+	}
+	for k, v := range in.Request.Headers {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendScopeKey appends an exact encoding of everything in the input that
+// is not a per-object field: two inputs with the same encoding have the
+// same known input, so they share a residual. ok is false if some value
+// cannot be encoded.
+func appendScopeKey(b []byte, in *Input) ([]byte, bool) {
+	b = binary.AppendVarint(b, int64(in.Version))
+	if p := in.Principal; p == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendStr(b, p.ID)
+		b = appendStr(b, p.Issuer)
+		b = appendStrs(b, p.Groups)
+		var ok bool
+		if p.Claims == nil {
+			b = append(b, 'n')
+		} else if b, ok = appendAny(b, p.Claims, 0); !ok {
+			return b, false
+		}
+	}
+	b = appendStr(b, in.Operation)
+	b = appendStr(b, in.Action)
+	b = appendStr(b, in.Access)
+	b = appendStr(b, in.Resource.Bucket)
+	if c := in.CopySource; c == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendStr(b, c.Bucket)
+		b = appendStr(b, c.Key)
+		if c.Prefix == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			b = appendStr(b, *c.Prefix)
+		}
+		b = appendStr(b, c.ARN)
+	}
+	if t := in.Table; t == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendStr(b, t.Prefix)
+		b = appendStrs(b, t.Namespace)
+		b = appendStr(b, t.Name)
+	}
+	b = appendStr(b, in.Request.Method)
+	b = appendStr(b, in.Request.Region)
+	b = appendStr(b, in.Request.Host)
+	// Source is per-object (unknownFields): executors of one scan share
+	// a scope.
+	return b, true
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendStrs(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, 'n')
+	}
+	b = append(b, 'a')
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = appendStr(b, s)
+	}
+	return b
+}
+
+// appendAny encodes a claim value: type-tagged, length-prefixed, maps in key
+// order. Equal encodings are equal values of the same Go types, hence the
+// same JSON.
+func appendAny(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > 32 {
+		return b, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, 'n'), true
+	case bool:
+		if x {
+			return append(b, 't'), true
+		}
+		return append(b, 'f'), true
+	case string:
+		return appendStr(append(b, 's'), x), true
+	case float64:
+		return binary.BigEndian.AppendUint64(append(b, 'd'), math.Float64bits(x)), true
+	case json.Number:
+		return appendStr(append(b, 'N'), string(x)), true
+	case int:
+		return binary.AppendVarint(append(b, 'i'), int64(x)), true
+	case int64:
+		return binary.AppendVarint(append(b, 'I'), x), true
+	case []string:
+		return appendStrs(append(b, 'S'), x), true
+	case []any:
+		if x == nil {
+			return append(b, 'N', 'A'), true
+		}
+		b = binary.AppendUvarint(append(b, 'A'), uint64(len(x)))
+		for _, e := range x {
+			var ok bool
+			if b, ok = appendAny(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return b, true
+	case map[string]any:
+		if x == nil {
+			return append(b, 'N', 'M'), true
+		}
+		var buf [16]string
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = binary.AppendUvarint(append(b, 'M'), uint64(len(keys)))
+		for _, k := range keys {
+			b = appendStr(b, k)
+			var ok bool
+			if b, ok = appendAny(b, x[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return b, true
+	case map[string]string:
+		if x == nil {
+			return append(b, 'N', 'm'), true
+		}
+		var buf [16]string
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = binary.AppendUvarint(append(b, 'm'), uint64(len(keys)))
+		for _, k := range keys {
+			b = appendStr(appendStr(b, k), x[k])
+		}
+		return b, true
+	default:
+		// Anything else: its JSON (what the full evaluation sees).
+		j, err := json.Marshal(x)
+		if err != nil {
+			return b, false
+		}
+		return appendStr(append(b, 'J'), string(j)), true
+	}
+}
