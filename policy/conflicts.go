@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -506,8 +507,7 @@ func termDepends(t *ast.Term, tainted ast.VarSet, dep map[string]bool, all []str
 // inputRefDepends: ref reads a per-object field, an object holding one, or
 // input with a variable key.
 func inputRefDepends(ref ast.Ref) bool {
-	for _, u := range unknownFields {
-		ur := ast.MustParseRef(u)
+	for _, ur := range unknownRefs() {
 		n := min(len(ref), len(ur))
 		same := true
 		for i := 1; i < n; i++ {
@@ -525,6 +525,14 @@ func inputRefDepends(ref ast.Ref) bool {
 	}
 	return false
 }
+
+var unknownRefs = sync.OnceValue(func() []ast.Ref {
+	out := make([]ast.Ref, len(unknownFields))
+	for i, u := range unknownFields {
+		out[i] = ast.MustParseRef(u)
+	}
+	return out
+})
 
 // dataRefDepends: ref may read a dependent rule (its ground prefix leads to
 // one, or one leads to it).

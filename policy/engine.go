@@ -174,6 +174,13 @@ func skipFiles(_ string, info fs.FileInfo, depth int) bool {
 
 func isTestFile(name string) bool { return strings.HasSuffix(name, "_test.rego") }
 
+// FastPath reports whether the engine decides through the fast path, and
+// if not, why (a policy with http.send, time.now_ns or with, for
+// example, is always fully evaluated).
+func (e *Engine) FastPath() (on bool, why string) {
+	return e.fast != nil, e.noFast
+}
+
 // Revision identifies the loaded policy and data (a content hash, or a
 // bundle's manifest revision).
 func (e *Engine) Revision() string { return e.revision }

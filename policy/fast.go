@@ -24,19 +24,25 @@ type FastPathOptions struct {
 	// Disabled turns it off: every decision is a full evaluation.
 	Disabled bool
 	// CacheSize is how many scopes keep their residual policy (least
-	// recently used first out). Default DefaultCacheSize.
+	// recently used first out). Default DefaultCacheSize. Whatever the
+	// size, the cached residuals hold at most 50,000 rules (about 50 MB).
 	CacheSize int
 }
 
-// DefaultCacheSize is the default number of cached scopes.
-const DefaultCacheSize = 1024
+// DefaultCacheSize is the default number of cached scopes. A scope's
+// residual takes about 0.1–0.2 MB for a principal with a few groups on the
+// 10,000-grant example document.
+const DefaultCacheSize = 256
 
 const (
 	l1Size   = 256  // lock-free front of the cache, direct-mapped
 	seenSize = 4096 // scopes seen once, waiting for a second sighting
 	// maxResidualRules: a scope whose residual is larger is decided by full
-	// evaluations (its residual would cost more than the policy).
-	maxResidualRules = 20000
+	// evaluations (a residual takes about 1 KB per rule).
+	maxResidualRules = 5000
+	// maxCachedRules bounds the cache's memory: scopes are evicted, least
+	// recently used first, while the cached residuals hold more rules.
+	maxCachedRules = 50000
 	// partialTimeout bounds one partial evaluation.
 	partialTimeout = 10 * time.Second
 
@@ -50,7 +56,6 @@ const (
 // Engine (a reload) starts with an empty one: nothing outlives the policy
 // and data it was computed from.
 type fastPath struct {
-	opts       FastPathOptions
 	onCache    func(hit bool)
 	admitAfter int  // sightings of a scope before it is built (2; tests: 1)
 	syncBuild  bool // tests: build on the deciding goroutine
@@ -73,6 +78,8 @@ type fastPath struct {
 	l2       *lru.Cache[uint64, *scope]
 	seen     [seenSize]atomic.Uint64
 	building atomic.Bool
+	rules    atomic.Int64 // rules of the cached residuals
+	maxRules int64        // maxCachedRules (tests: less)
 
 	stats fastStats
 }
@@ -82,6 +89,7 @@ type fastStats struct {
 	misses      atomic.Uint64 // no residual for the scope (yet)
 	unsupported atomic.Uint64 // the scope's residual is unsupported
 	fallbacks   atomic.Uint64 // the residual could not decide this object
+	panics      atomic.Uint64 // the interpreter or a build panicked (a bug: recovered, fully evaluated)
 	builds      atomic.Uint64 // residuals built
 	failed      atomic.Uint64 // builds that ended unsupported
 }
@@ -131,16 +139,17 @@ func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, o
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	l2, err := lru.New[uint64, *scope](size)
+	f := &fastPath{
+		onCache: onCache, admitAfter: 2,
+		mods: mods, store: store, helper: helper, query: q.String(),
+		nTargets: len(targets), reasonIdx: reasonIdx,
+		seed: maphash.MakeSeed(), maxRules: maxCachedRules,
+	}
+	l2, err := lru.NewWithEvict[uint64, *scope](size, f.evicted)
 	if err != nil {
 		return nil, err.Error()
 	}
-	f := &fastPath{
-		opts: opts, onCache: onCache, admitAfter: 2,
-		mods: mods, store: store, helper: helper, query: q.String(),
-		nTargets: len(targets), reasonIdx: reasonIdx,
-		seed: maphash.MakeSeed(), l2: l2,
-	}
+	f.l2 = l2
 	if h := testHookFastPath.Load(); h != nil {
 		(*h)(f)
 	}
@@ -334,14 +343,41 @@ func (f *fastPath) admit(h uint64, key []byte, in *Input) bool {
 }
 
 func (f *fastPath) put(s *scope) {
+	if old, ok := f.l2.Peek(s.hash); ok {
+		f.evicted(s.hash, old) // replaced: Add does not report it
+	}
+	if s.prog != nil {
+		f.rules.Add(int64(s.prog.nRules))
+	}
 	f.l2.Add(s.hash, s)
 	f.l1[s.hash%l1Size].Store(s)
+	for f.rules.Load() > f.maxRules {
+		if _, _, ok := f.l2.RemoveOldest(); !ok {
+			break
+		}
+	}
+}
+
+// evicted forgets a scope the LRU let go, in the front too.
+func (f *fastPath) evicted(_ uint64, s *scope) {
+	if s.prog != nil {
+		f.rules.Add(-int64(s.prog.nRules))
+	}
+	f.l1[s.hash%l1Size].CompareAndSwap(s, nil)
 }
 
 func (f *fastPath) build(h uint64, key []byte, known *knownInput) {
 	defer f.building.Store(false)
 	s := &scope{hash: h, key: key, known: known}
-	s.prog, s.err = f.compileScope(known)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				f.stats.panics.Add(1)
+				s.prog, s.err = nil, fmt.Errorf("policy: building the residual panicked: %v", r)
+			}
+		}()
+		s.prog, s.err = f.compileScope(known)
+	}()
 	f.stats.builds.Add(1)
 	if s.err != nil {
 		f.stats.failed.Add(1)
@@ -355,7 +391,7 @@ func (f *fastPath) build(h uint64, key []byte, known *knownInput) {
 func (f *fastPath) prepare() {
 	mods := make(map[string]*ast.Module, len(f.mods)+1)
 	for i, m := range f.mods {
-		mods[fmt.Sprintf("%04d:%s", i, m.Package.Location.File)] = m
+		mods[fmt.Sprintf("%04d", i)] = m
 	}
 	mods["countersign_fastpath.rego"] = f.helper
 	c := ast.NewCompiler().WithCapabilities(residualCapabilities()).WithEnablePrintStatements(false)
@@ -382,21 +418,30 @@ func (f *fastPath) prepare() {
 // compileScope partially evaluates the policy for one scope and compiles
 // the residual.
 func (f *fastPath) compileScope(known *knownInput) (*program, error) {
+	pqs, err := f.partial(known)
+	if err != nil {
+		return nil, err
+	}
+	return compileResidual(pqs, f.nTargets, known)
+}
+
+// partial is the policy partially evaluated for a scope: the per-object
+// fields unknown.
+func (f *fastPath) partial(known *knownInput) (*rego.PartialQueries, error) {
 	f.prepOnce.Do(f.prepare)
 	if f.prepErr != nil {
 		return nil, f.prepErr
 	}
-	peInput := known.root
 	ctx, cancel := context.WithTimeout(context.Background(), partialTimeout)
 	defer cancel()
-	pqs, err := f.pq.Partial(ctx, rego.EvalParsedInput(peInput))
+	pqs, err := f.pq.Partial(ctx, rego.EvalParsedInput(known.root))
 	if err != nil {
 		return nil, fmt.Errorf("partial evaluation: %w", err)
 	}
 	if len(pqs.Queries) == 0 {
 		return nil, fmt.Errorf("%w: the decision query is undefined", errUnsupported)
 	}
-	return compileResidual(pqs, f.nTargets, known)
+	return pqs, nil
 }
 
 // compileResidual compiles partial evaluation's output: the support
@@ -449,11 +494,18 @@ var residualSkipStages = []ast.StageID{
 var residualCapabilities = sync.OnceValue(func() *ast.Capabilities { return ast.CapabilitiesForThisVersion() })
 
 // run evaluates the scope's residual for one object.
-func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (bool, string, error) {
+func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (allow bool, reason string, err error) {
 	m := getMachine(ctx, s.prog, nil)
 	m.in = &m.inBuf
 	m.inBuf.reset(s.known, in)
 	defer func() {
+		if r := recover(); r != nil {
+			// A bug in the interpreter must not take a request down: the
+			// full evaluation decides, and the machine is not reused.
+			f.stats.panics.Add(1)
+			allow, reason, err = false, "", errFallback
+			return
+		}
 		m.inBuf.clear()
 		putMachine(m)
 	}()
@@ -465,10 +517,10 @@ func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (bool, string, 
 		return false, "", errFallback
 	}
 	// The other targets were evaluated only for their errors.
-	var reason ast.String
+	var r ast.String
 	if f.reasonIdx >= 0 {
-		reason, _ = tuple[f.reasonIdx].(ast.String)
+		r, _ = tuple[f.reasonIdx].(ast.String)
 	}
-	allow, _ := tuple[0].(ast.Boolean)
-	return bool(allow), string(reason), nil
+	a, _ := tuple[0].(ast.Boolean)
+	return bool(a), string(r), nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
@@ -509,6 +510,9 @@ func TestFastPathDifferential(t *testing.T) {
 			if hits := st.hits.Load(); hits < uint64(n)/2 {
 				t.Errorf("only %d of %d decisions came from the fast path", hits, n)
 			}
+			if fb := st.fallbacks.Load(); fb != 0 {
+				t.Errorf("%d fallbacks on a policy without errors", fb)
+			}
 			if st.failed.Load() > 0 {
 				for _, s := range e.fast.l2.Values() {
 					if s.err != nil {
@@ -606,6 +610,58 @@ allow if {
 	input.request.headers.range
 }
 reason := sprintf("%v %v", [object.keys(input.request), input.resource])`,
+		"local-taint": `package countersign.authz
+import data.lib
+allow if {
+	k := input.resource.key
+	parts := split(k, "/")
+	lib.kind(parts[1]) == "db"
+}
+reason := lib.kind(split(input.resource.key, "/")[1])`,
+		"local-taint-lib": `package lib
+kind(x) := "db" if startswith(x, "db")
+kind(x) := "other" if endswith(x, "1")
+`,
+		"header-conflict": `package countersign.authz
+h := v if { some k, v in input.request.headers; startswith(k, "x-amz-") }
+allow if { h; startswith(input.resource.key, "wh/") }`,
+		"partial-object": `package countersign.authz
+seg[i] := p if some i, p in split(input.resource.key, "/")
+seg[0] := "forced" if endswith(input.resource.key, ".json")
+allow if seg[0] == "wh"
+reason := concat(",", [seg[i] | some i in numbers.range(0, 1)])`,
+		"dynamic-ref": `package countersign.authz
+import data.lib2
+allow if data.lib2[input.access]
+reason := sprintf("%v", [data.lib2[input.access]])`,
+		"dynamic-ref-lib": `package lib2
+read := true if startswith(input.resource.key, "wh/db/")
+read := false if startswith(input.resource.key, "wh/db/t/")
+write := true if contains(input.resource.key, "data")
+`,
+		"odd-values": `package countersign.authz
+allow := "yes" if startswith(input.resource.key, "wh/db/")
+allow := true if startswith(input.resource.key, "wh/sales/")
+reason := {"key": input.resource.key} if contains(input.resource.key, "data")
+reason := 42 if contains(input.resource.key, "metadata")`,
+		"constant": `package countersign.authz
+allow := true`,
+		"scope-constant": `package countersign.authz
+default allow := false
+allow if input.access == "read"
+reason := concat(" ", ["for", input.operation, object.get(input.principal, "id", "nobody")]) if not allow
+pair := [input.access, input.operation]
+obj := {"a": input.access, "o": input.operation, "n": [input.version, input.access]}
+s := {input.access, input.action}
+allow if { pair[0] == "write"; obj.n[1] == "write"; "s3:PutObject" in s }
+allow if {
+	t := {"x": input.operation, "k": input.resource.key}
+	t.x == "DeleteObject"
+	m := {"y": [input.access]}
+	m.y[0] == "delete"
+	some i, v in m.y
+	startswith(t.k, "wh/db/t/")
+}`,
 		"source": `package countersign.authz
 allow if { net.cidr_contains("10.0.0.0/8", input.source.ip); startswith(input.resource.key, "wh/") }
 reason := sprintf("from %s (%v)", [input.source.ip, input.source])`,
@@ -614,8 +670,8 @@ allow if data.countersign.authz.extra.ok
 `,
 		"sub-package-rules": `package countersign.authz.extra
 ok if startswith(input.resource.key, "wh/")
-conflict := 1 if endswith(input.resource.key, "1.parquet")
-conflict := 2 if endswith(input.resource.key, "01.parquet")
+conflict := 1 if endswith(input.resource.key, ".parquet")
+conflict := 2 if endswith(input.resource.key, "-1.parquet")
 `,
 	}
 	files := func(names ...string) map[string]string {
@@ -627,11 +683,13 @@ conflict := 2 if endswith(input.resource.key, "01.parquet")
 	}
 	cases := map[string]map[string]string{}
 	for name := range policies {
-		if !strings.HasPrefix(name, "sub-package") {
+		if !strings.HasSuffix(name, "-rules") && !strings.HasSuffix(name, "-lib") {
 			cases[name] = files(name)
 		}
 	}
 	cases["sub-package"] = files("sub-package", "sub-package-rules")
+	cases["local-taint"] = files("local-taint", "local-taint-lib")
+	cases["dynamic-ref"] = files("dynamic-ref", "dynamic-ref-lib")
 	for name, fs := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -650,13 +708,17 @@ conflict := 2 if endswith(input.resource.key, "01.parquet")
 				checkSame(t, e, in)
 			})
 			st := &e.fast.stats
-			t.Logf("%d inputs (%d full-evaluation errors); %d hits, %d fallbacks, %d unsupported scopes",
-				n, errs, st.hits.Load(), st.fallbacks.Load(), st.failed.Load())
+			t.Logf("%s: %d inputs (%d full-evaluation errors); %d hits, %d fallbacks, %d unsupported scopes",
+				name, n, errs, st.hits.Load(), st.fallbacks.Load(), st.failed.Load())
 			for _, s := range e.fast.l2.Values() {
 				if s.err != nil {
 					t.Logf("unsupported: %v", s.err)
 					break
 				}
+			}
+			// The fast path gives up only where OPA reports an error.
+			if fb := st.fallbacks.Load(); fb > uint64(errs) {
+				t.Errorf("%d fallbacks for %d errors", fb, errs)
 			}
 		})
 	}
@@ -944,5 +1006,96 @@ func TestInputValueExact(t *testing.T) {
 	in.Resource.Key = "bad\xffutf8"
 	if _, ok := inputValue(in); ok {
 		t.Fatal("invalid UTF-8 converted")
+	}
+}
+
+// TestNativeBuiltins: the Go versions of built-ins give OPA's results
+// (a built-in error being undefined) wherever they decide.
+func TestNativeBuiltins(t *testing.T) {
+	vals := []ast.Value{
+		ast.String(""), ast.String("wh/db/t/x"), ast.String("wh/"), ast.String("WH/Db"), ast.String("x-amz-acl"),
+		ast.String("ß"), ast.String("İ"), ast.Number("0"), ast.Number("1"), ast.Number("1.0"), ast.Number("-2.5"),
+		ast.Boolean(true), ast.Boolean(false), ast.NullValue,
+		ast.NewArray(ast.StringTerm("a"), ast.IntNumberTerm(1)), ast.NewArray(),
+		ast.NewSet(ast.StringTerm("read"), ast.StringTerm("x-amz-acl")), ast.NewSet(),
+		ast.NewObject([2]*ast.Term{ast.StringTerm("k"), ast.StringTerm("read")}),
+	}
+	m := getMachine(context.Background(), &program{}, nil)
+	defer putMachine(m)
+	for name, native := range natives {
+		bi := ast.BuiltinMap[name]
+		f := topdown.GetBuiltin(name)
+		n := bi.Decl.Arity()
+		var args [3]ast.Value
+		var try func(i int)
+		try = func(i int) {
+			if i < n {
+				for _, v := range vals {
+					args[i] = v
+					try(i + 1)
+				}
+				return
+			}
+			got, ok, done := native(m, append([]ast.Value(nil), args[:n]...))
+			if !done {
+				return
+			}
+			ops := make([]*ast.Term, n)
+			for j := range ops {
+				ops[j] = ast.NewTerm(args[j])
+			}
+			var want []ast.Value
+			err := f(topdown.BuiltinContext{Context: context.Background()}, ops, func(t *ast.Term) error {
+				want = append(want, t.Value)
+				return nil
+			})
+			switch {
+			case !ok && (err == nil && len(want) > 0):
+				t.Errorf("%s%v: native undefined, OPA %v", name, args[:n], want)
+			case ok && (err != nil || len(want) != 1 || !ast.ValueEqual(got, want[0])):
+				t.Errorf("%s%v: native %v, OPA %v (err %v)", name, args[:n], got, want, err)
+			}
+		}
+		try(0)
+	}
+}
+
+// TestFastPathCacheBounded: the cache keeps at most CacheSize scopes and,
+// whatever their number, residuals of at most maxRules rules.
+func TestFastPathCacheBounded(t *testing.T) {
+	e := testEngine(t, filepath.Join(examplesRoot, "grants"), genGrants(10000), engineOptions{fast: FastPathOptions{CacheSize: 8}})
+	forceBuild(e)
+	f := e.fast
+	in := scanInputs(1)[0]
+	for i := range 20 {
+		p := *in.Principal
+		p.ID = fmt.Sprintf("u%d", i)
+		x := *in
+		x.Principal = &p
+		checkSame(t, e, &x)
+	}
+	if n := f.l2.Len(); n != 8 {
+		t.Fatalf("%d scopes cached", n)
+	}
+	perScope := f.rules.Load() / 8
+	f.maxRules = 3 * perScope
+	for i := range 5 {
+		p := *in.Principal
+		p.ID = fmt.Sprintf("v%d", i)
+		x := *in
+		x.Principal = &p
+		checkSame(t, e, &x)
+	}
+	if n, r := f.l2.Len(), f.rules.Load(); n > 3 || r > f.maxRules {
+		t.Fatalf("%d scopes, %d rules cached (budget %d)", n, r, f.maxRules)
+	}
+	var sum int64
+	for _, s := range f.l2.Values() {
+		if s.prog != nil {
+			sum += int64(s.prog.nRules)
+		}
+	}
+	if sum != f.rules.Load() {
+		t.Fatalf("rule count %d, cached scopes hold %d", f.rules.Load(), sum)
 	}
 }

@@ -33,6 +33,18 @@ type knownInput struct {
 	reqKVs   [][2]*ast.Term
 	resource ast.Object
 	request  ast.Object
+	// The same fields by name, for the lazy objects' lookups.
+	rootMap, resMap, reqMap map[string]ast.Value
+}
+
+func kvMap(kvs [][2]*ast.Term) map[string]ast.Value {
+	m := make(map[string]ast.Value, len(kvs))
+	for _, kv := range kvs {
+		if s, ok := kv[0].Value.(ast.String); ok {
+			m[string(s)] = kv[1].Value
+		}
+	}
+	return m
 }
 
 var (
@@ -95,6 +107,7 @@ func newKnownInput(in *Input) (*knownInput, error) {
 	k.request = ast.NewObject(k.reqKVs...)
 	kvs := append(slices.Clone(k.rootKVs), [2]*ast.Term{keyResource, ast.NewTerm(k.resource)}, [2]*ast.Term{keyRequest, ast.NewTerm(k.request)})
 	k.root = ast.NewObject(kvs...)
+	k.rootMap, k.resMap, k.reqMap = kvMap(k.rootKVs), kvMap(k.resKVs), kvMap(k.reqKVs)
 	return k, nil
 }
 
@@ -274,7 +287,8 @@ func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
 		case "source":
 			return &o.lazy[lzSource], true
 		}
-		return getValue(o.k.root, k)
+		v, ok := o.k.rootMap[string(s)]
+		return v, ok
 	case lzResource:
 		switch s {
 		case "key":
@@ -284,7 +298,8 @@ func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
 		case "prefix":
 			return o.prefix, true
 		}
-		return getValue(o.k.resource, k)
+		v, ok := o.k.resMap[string(s)]
+		return v, ok
 	case lzSource:
 		if s == "ip" {
 			return &o.ip, true
@@ -297,7 +312,8 @@ func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
 			}
 			return &o.lazy[lzHeaders], true
 		}
-		return getValue(o.k.request, k)
+		v, ok := o.k.reqMap[string(s)]
+		return v, ok
 	default:
 		v, ok := o.headers[string(s)]
 		if !ok {
@@ -305,14 +321,6 @@ func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
 		}
 		return ast.String(v), true
 	}
-}
-
-func getValue(obj ast.Object, k ast.Value) (ast.Value, bool) {
-	t := obj.Get(ast.NewTerm(k))
-	if t == nil {
-		return nil, false
-	}
-	return t.Value, true
 }
 
 // ast.Value, for a lazy value that is bound to a variable: every method

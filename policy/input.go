@@ -1,6 +1,3 @@
-// Package policy decides, per object, whether a principal may perform an S3
-// action, by evaluating an Open Policy Agent policy (package
-// countersign.authz, rule allow, optional reason).
 package policy
 
 // InputVersion is the version of the input document. It changes only when a

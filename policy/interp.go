@@ -20,7 +20,9 @@ import (
 //     object is decided by a full evaluation, which reports it;
 //   - built-in errors make the expression undefined, as OPA does when
 //     strict built-in errors are off; a Halt error falls back;
-//   - rule indexing uses OPA's own index over the residual.
+//   - an index (index.go) skips definitions whose startswith or equality
+//     test on the object's fields cannot hold; the candidates are then
+//     evaluated in full.
 //
 // Any situation it is not sure about returns errFallback. Decisions are
 // therefore either the residual's exact value or a full evaluation.
@@ -132,16 +134,14 @@ func putMachine(m *machine) {
 	m.trail = m.trail[:0]
 	clear(m.outs[:cap(m.outs)])
 	m.outs = m.outs[:0]
-	clear(m.cols[:cap(m.cols)])
-	m.cols = m.cols[:0]
+	m.cols = m.cols[:0] // popped collectors are zeroed
 	clear(m.terms[:m.nterm])
 	m.nterm = 0
 	clear(m.vals[:cap(m.vals)])
 	m.vals = m.vals[:0]
-	clear(m.keep[:cap(m.keep)])
+	clear(m.keep)
 	m.keep = m.keep[:0]
-	clear(m.rbuf[:cap(m.rbuf)])
-	m.rbuf = m.rbuf[:0]
+	m.rbuf = m.rbuf[:0] // cleared as candidates are done with
 	clear(m.tupleBuf[:cap(m.tupleBuf)])
 	m.tuple = nil
 	for i := range m.memo {
@@ -269,7 +269,17 @@ func (m *machine) finish(r *rule, base int, ki int) error {
 // finishTuple records a solution of the decision query: every solution
 // must agree (OPA would return a set of several tuples otherwise).
 func (m *machine) finishTuple(r *rule, base int) error {
-	if r.head.kind != tArray {
+	n := len(r.head.elems)
+	var folded *ast.Array
+	switch r.head.kind {
+	case tArray:
+	case tConst: // every element folded to a constant
+		a, ok := r.head.c.(*ast.Array)
+		if !ok {
+			return errFallback
+		}
+		folded, n = a, a.Len()
+	default:
 		return errFallback
 	}
 	first := m.tuple == nil
@@ -277,10 +287,17 @@ func (m *machine) finishTuple(r *rule, base int) error {
 		m.tuple = m.tupleBuf[:0]
 		defer func() { m.tupleBuf = m.tuple[:0] }()
 	}
-	for i := range r.head.elems {
-		v, ok, err := m.value(&r.head.elems[i], base)
-		if err != nil || !ok {
-			return errFallback
+	for i := range n {
+		var v ast.Value
+		if folded != nil {
+			v = folded.Elem(i).Value
+		} else {
+			var ok bool
+			var err error
+			v, ok, err = m.value(&r.head.elems[i], base)
+			if err != nil || !ok {
+				return errFallback
+			}
 		}
 		v = materialize(v)
 		if first {
@@ -544,6 +561,8 @@ func (m *machine) refHead(r *refTerm, base int) (ast.Value, bool, error) {
 			return nil, false, errFallback // a reference on an unbound variable
 		}
 		return v, true, nil
+	case headConst:
+		return r.c, true, nil
 	default:
 		v, err := m.setValue(r.set)
 		if err != nil {

@@ -338,6 +338,9 @@ func (m *Manager) engineOptions() engineOptions {
 }
 
 func (m *Manager) swap(e *Engine) {
+	if on, why := e.FastPath(); !on && !m.opts.FastPath.Disabled {
+		m.log.Warn("policy fast path off: every decision is a full evaluation", "revision", e.Revision(), "why", why)
+	}
 	m.engine.Store(e)
 	m.statusMu.Lock()
 	m.status.Revision, m.status.LoadedAt = e.Revision(), time.Now()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -114,12 +113,14 @@ const (
 	headInput refHead = iota
 	headVar
 	headRule
+	headConst // a variable folded to a constant
 )
 
 type refTerm struct {
 	head refHead
-	slot int      // headVar
-	set  *ruleSet // headRule
+	slot int       // headVar
+	set  *ruleSet  // headRule
+	c    ast.Value // headConst
 	path []term
 }
 
@@ -486,12 +487,35 @@ func (tr *translator) term(t *ast.Term) (term, error) {
 // fold turns a composite literal without variables or references into a
 // constant.
 func (tr *translator) fold(t *ast.Term, x term) term {
+	terms := make([]*ast.Term, len(x.elems))
 	for i := range x.elems {
 		if x.elems[i].kind != tConst {
 			return x
 		}
+		terms[i] = ast.NewTerm(x.elems[i].c)
 	}
-	return term{kind: tConst, c: t.Value}
+	// The value of the constant elements (a variable among them may have
+	// been folded: t itself still names it).
+	switch x.kind {
+	case tArray:
+		return term{kind: tConst, c: ast.NewArray(terms...)}
+	case tSet:
+		return term{kind: tConst, c: ast.NewSet(terms...)}
+	case tObject:
+		obj := ast.NewObject()
+		for i := 0; i < len(terms); i += 2 {
+			if prev := obj.Get(terms[i]); prev != nil {
+				if !prev.Equal(terms[i+1]) {
+					return x // conflicting keys: the evaluation falls back
+				}
+				continue
+			}
+			obj.Insert(terms[i], terms[i+1])
+		}
+		return term{kind: tConst, c: obj}
+	}
+	_ = t
+	return x
 }
 
 func (tr *translator) ref(r ast.Ref) (term, error) {
@@ -523,7 +547,11 @@ func (tr *translator) ref(r ast.Ref) (term, error) {
 		if !ok {
 			return term{}, fmt.Errorf("%w: reference head %v", errUnsupported, r[0])
 		}
-		out.head, out.slot, rest = headVar, tr.slot(v), r[1:]
+		if c, ok := tr.consts[v]; ok {
+			out.head, out.c, rest = headConst, c, r[1:]
+		} else {
+			out.head, out.slot, rest = headVar, tr.slot(v), r[1:]
+		}
 	}
 	interned := ""
 	if out.head == headInput && rest.IsGround() {
@@ -546,15 +574,6 @@ func (tr *translator) ref(r ast.Ref) (term, error) {
 		tr.p.refs[interned] = out
 	}
 	return term{kind: tRef, ref: out}, nil
-}
-
-// describe is for error messages and debugging.
-func (p *program) describe() string {
-	var b strings.Builder
-	for _, rs := range p.sets {
-		fmt.Fprintf(&b, "%s kind=%d rules=%d default=%v\n", rs.path, rs.kind, len(rs.rules), rs.def != nil)
-	}
-	return b.String()
 }
 
 // inputPath is the input reference r stands for: r itself, or r on a

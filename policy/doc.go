@@ -1,0 +1,84 @@
+// Package policy decides, per object, whether a principal may perform an S3
+// action, by evaluating an Open Policy Agent policy (package
+// countersign.authz, rule allow, optional reason).
+//
+// # Fast path
+//
+// A scan asks the same question — principal P reads the objects of table T
+// — thousands of times with a different key each time, and a full
+// evaluation of the policy package costs 100–300 µs with a 10,000-grant
+// data document. The fast path brings a decision to 5–10 µs, and every
+// decision stays exactly the full evaluation's (Allow, Reason, and the
+// error when OPA reports one).
+//
+// The scope of a decision is the input without its per-object fields
+// (resource.key, resource.arn, resource.prefix, request.headers, and
+// source, so that the executors of one scan share a scope): principal
+// (claims included), operation, action, access, bucket, copy source,
+// table, method, region, host. Its exact encoding keys the cache (a hash
+// finds the entry; the whole key is compared).
+//
+//   - At the second decision of a scope, OPA partially evaluates the policy
+//     in the background, the per-object fields unknown, for allow, reason
+//     and every other rule of the package (the full evaluation evaluates
+//     them all, and reports their errors). Decisions meanwhile are full
+//     evaluations. For the grants example the residual is, per grant of
+//     the principal's groups, a startswith(input.resource.key, "<prefix>").
+//   - Per object, an interpreter in this package evaluates the residual:
+//     no OPA evaluation and no JSON; the object's fields are read where
+//     they are; an index picks the candidate rules by their startswith and
+//     equality tests on those fields; built-ins run OPA's implementations
+//     (or equivalent Go code for the common ones, tested against them).
+//   - The cache is an LRU (golang-lru, FastPathOptions.CacheSize scopes,
+//     DefaultCacheSize, and at most 50,000 residual rules, about 50 MB)
+//     behind a lock-free direct-mapped front: a hot scope is found with
+//     atomic loads only. Every Engine has its own: a reload starts empty,
+//     and a residual never outlives the policy and data it was computed
+//     from.
+//
+// Exactness. Partial evaluation inlines rules into their callers; OPA
+// reports an error when a complete rule or function has two values (a
+// conflict), and inlined branches would instead both succeed. A static
+// analysis (conflicts.go) finds the rules that may conflict and depend on
+// the per-object fields; those are kept as rules of the residual, where
+// the interpreter detects conflicts as topdown does. Any conflict, Halt
+// error, or construct the interpreter does not implement makes that object
+// fall back to the full evaluation, which then returns OPA's answer or
+// error. Always fully evaluated (Engine.FastPath says why): policies with
+// non-deterministic built-ins (http.send, time.now_ns, rand.intn,
+// io.jwt.decode_verify, ...) or with, and data documents inside
+// countersign.authz. Fully evaluated per scope: residuals with every,
+// comprehensions or partial objects over the per-object fields, else chains
+// that depend on them, or references to base documents by them. Strings
+// that are not valid UTF-8 (which JSON would alter) and a canceled context
+// go to the full evaluation too. TestFastPathDifferential compares every
+// decision with rego's own evaluation on thousands of random inputs per
+// example policy and on the 10,000-grant document; TestFastPathSemantics
+// does the same on policies written to conflict, iterate and err.
+//
+// OnCache (ManagerOptions) is called once per decision the fast path was
+// asked for: true when a cached residual decided.
+//
+// Measured on the 2-core development VM (go test -run '^$' -bench .
+// -benchmem ./policy/, medians of 3, wall time per decision; the CPU time
+// the benchmarks also report, GC included, is 5–35% higher), a scan — one
+// principal in four groups reading one table, each input another key and
+// Range header — on the 10,000-grant document:
+//
+//	                                grants              combined
+//	full, rego.EvalInput            127 µs  750 allocs  247 µs  1183 allocs
+//	full, AST input                 107 µs  652 allocs  218 µs  1085 allocs
+//	fast, cached residual           5.4 µs    9 allocs  8.0 µs    10 allocs
+//	fast, denied (with reason)      7.6 µs   19 allocs  7.6 µs    17 allocs
+//	fast, every scope new (miss)    103 µs  652 allocs  207 µs  1085 allocs
+//	building a scope (background)    25 ms               16 ms
+//
+// A miss costs the full evaluation plus about 0.5 µs; that full evaluation
+// takes the input as an AST built directly (inputValue) instead of rego's
+// JSON round trip, 15–20% faster. Alternatives measured on combined: OPA
+// evaluating the same residual per object, 134 µs (its per-evaluation
+// overhead dominates); shallow inlining (every rule kept, no conflict
+// analysis) with the interpreter, 15 µs. Reason is part of the residual:
+// about 0.5 µs on an allowed object, where computing it by a full
+// evaluation on denials would cost a full evaluation per denied object.
+package policy
