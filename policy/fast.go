@@ -22,11 +22,11 @@ import (
 // package documentation).
 type FastPathOptions struct {
 	// Disabled turns it off: every decision is a full evaluation.
-	Disabled bool
+	Disabled bool `yaml:"disabled"`
 	// CacheSize is how many scopes keep their residual policy (least
 	// recently used first out). Default DefaultCacheSize. Whatever the
 	// size, the cached residuals hold at most 50,000 rules (about 50 MB).
-	CacheSize int
+	CacheSize int `yaml:"cache_size"`
 }
 
 // DefaultCacheSize is the default number of cached scopes. A scope's

@@ -32,6 +32,9 @@ type SourceConfig struct {
 	// Bundle is an OPA bundle (.tar.gz) from an HTTP bundle server or a
 	// local file, optionally signature-verified.
 	Bundle BundleConfig `yaml:"bundle"`
+	// FastPath tunes the per-scope cache of partially evaluated policies
+	// (see the package documentation); it is on by default.
+	FastPath FastPathOptions `yaml:"fast_path"`
 }
 
 // BundleConfig is an OPA bundle source.

@@ -196,6 +196,8 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 			lifecycle(audit.EventPolicyRevision, map[string]string{"revision": rev})
 		},
 		OnReloadError: m.PolicyReloaded,
+		FastPath:      cfg.Policy.FastPath,
+		OnCache:       m.PolicyCache,
 	}
 	if dev && !cfg.Policy.Configured() {
 		mo.FS = policies.Dev()
