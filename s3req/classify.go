@@ -341,17 +341,41 @@ func isLowerHex(s string, n int) bool {
 	return true
 }
 
-// setPayloadHash keeps the client's x-amz-content-sha256 or adds
-// UNSIGNED-PAYLOAD: S3 requires the header, and the client sends the body
-// itself, so countersign cannot hash it. DeleteObjects overrides this.
+// EmptySHA256 is the hex SHA-256 of an empty payload.
+const EmptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// setPayloadHash keeps the client's x-amz-content-sha256 or adds one: S3
+// requires the header. A client that declares Content-Length: 0 gets the
+// empty payload's hash, because SigV4 signers sign content-length only when
+// it is positive: with UNSIGNED-PAYLOAD the holder of a signed empty PUT
+// could send a body of any length, with the empty hash S3 refuses any
+// body. Otherwise UNSIGNED-PAYLOAD: the client sends the body itself, so
+// countersign cannot hash it. DeleteObjects overrides this.
 func (c *Classifier) setPayloadHash(r *Request) error {
 	if v, ok := r.Headers.Get("x-amz-content-sha256"); ok {
 		r.ContentSHA256 = v
 		return nil
 	}
 	r.ContentSHA256 = "UNSIGNED-PAYLOAD"
+	if v, ok := r.Headers.Get("Content-Length"); ok && isZeroLength(v) {
+		r.ContentSHA256 = EmptySHA256
+	}
 	r.AddContentSHA256 = true
 	return nil
+}
+
+// isZeroLength reports whether a Content-Length value is a length of zero
+// as the signer parses it ("0", "00", ...).
+func isZeroLength(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] != '0' {
+			return false
+		}
+	}
+	return true
 }
 
 type objectRef struct {

@@ -450,3 +450,40 @@ func TestEndpointValidate(t *testing.T) {
 		t.Error("no endpoints accepted")
 	}
 }
+
+// TestPayloadHash: the client's x-amz-content-sha256 is kept; a declared
+// zero length gets the empty payload's hash (SigV4 signers leave a zero
+// content-length unsigned, so UNSIGNED-PAYLOAD would let any body through);
+// anything else gets UNSIGNED-PAYLOAD.
+func TestPayloadHash(t *testing.T) {
+	c := testClassifier(t)
+	const uri = "http://localhost:7070/lake/wh/db/t/data/a.parquet"
+	for _, tc := range []struct {
+		name    string
+		headers remotesign.Headers
+		want    string
+		add     bool
+	}{
+		{"no length", nil, "UNSIGNED-PAYLOAD", true},
+		{"zero length", hdrs("Content-Length", "0"), EmptySHA256, true},
+		{"zero length, lowercase name", hdrs("content-length", "0"), EmptySHA256, true},
+		{"zero length, leading zeros", hdrs("Content-Length", "000"), EmptySHA256, true},
+		{"positive length", hdrs("Content-Length", "10"), "UNSIGNED-PAYLOAD", true},
+		{"positive length with a zero", hdrs("Content-Length", "100"), "UNSIGNED-PAYLOAD", true},
+		{"zero length, client hash", hdrs("Content-Length", "0", "x-amz-content-sha256", "UNSIGNED-PAYLOAD"), "UNSIGNED-PAYLOAD", false},
+		{"client hash", hdrs("x-amz-content-sha256", strings.Repeat("a", 64)), strings.Repeat("a", 64), false},
+	} {
+		for _, method := range []string{"PUT", "GET"} {
+			r, err := c.Classify(req(method, uri, tc.headers))
+			if err != nil {
+				t.Fatalf("%s %s: %v", method, tc.name, err)
+			}
+			if r.ContentSHA256 != tc.want || r.AddContentSHA256 != tc.add {
+				t.Errorf("%s %s: payload hash %q (add %v), want %q (add %v)", method, tc.name, r.ContentSHA256, r.AddContentSHA256, tc.want, tc.add)
+			}
+		}
+	}
+	if sum := sha256.Sum256(nil); hex.EncodeToString(sum[:]) != EmptySHA256 {
+		t.Fatal("EmptySHA256 is not the SHA-256 of nothing")
+	}
+}
