@@ -51,7 +51,7 @@ func conflictCapable(c *ast.Compiler) []string {
 	var order []string
 	for _, name := range sortedModuleNames(c.Modules) {
 		for _, r := range c.Modules[name].Rules {
-			path := r.Path().String()
+			path := r.Ref().GroundPrefix().String()
 			g := groups[path]
 			if g == nil {
 				g = &group{path: path}
@@ -366,7 +366,7 @@ func unknownDependent(c *ast.Compiler) map[string]bool {
 	var all []string
 	seen := map[string]bool{}
 	for i, r := range rules {
-		paths[i] = r.Path().String()
+		paths[i] = r.Ref().GroundPrefix().String()
 		if !seen[paths[i]] {
 			seen[paths[i]] = true
 			all = append(all, paths[i])

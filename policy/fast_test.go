@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -998,7 +999,7 @@ func TestInputValueExact(t *testing.T) {
 	g.stream(2000, check)
 	in := scanInputs(1)[0]
 	in.Principal.Claims = map[string]any{
-		"big": 1e21, "small": 1e-7, "neg": -0.0, "int": 42, "i64": int64(-7), "num": json.Number("1.50"),
+		"big": 1e21, "small": 1e-7, "neg": math.Copysign(0, -1), "int": 42, "i64": int64(-7), "num": json.Number("1.50"),
 		"html": "<a&b>", "nested": map[string]any{"l": []any{1.5, "x", nil, true, map[string]any{}}},
 		"strs": []string{"a", "b"}, "empty": []any{}, "null": nil,
 	}

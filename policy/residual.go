@@ -170,7 +170,7 @@ func compileProgram(c *ast.Compiler, query string, known *knownInput) (*program,
 			if len(r.Head.Ref()) != 1 {
 				return nil, fmt.Errorf("%w: rule head %v", errUnsupported, r.Head.Ref())
 			}
-			path := r.Path().String()
+			path := r.Ref().GroundPrefix().String()
 			rs := p.byPath[path]
 			kind := kindComplete
 			switch {
