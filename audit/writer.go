@@ -63,7 +63,7 @@ type writer struct {
 	buf          []byte // the batch being written
 	ts           []byte // the batch's formatted time
 	spare        []*request
-	own          request // the writer's own records
+	own          request     // the writer's own records
 	inflight     []*inflight // written, not yet acknowledged; oldest first
 	freeInflight []*inflight
 	digest       hash.Hash
