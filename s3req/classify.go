@@ -2,7 +2,6 @@ package s3req
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/countersign/countersign/remotesign"
@@ -286,7 +285,7 @@ func checkBucket(b string) error {
 	if !isAlnum(b[0]) || !isAlnum(b[len(b)-1]) || strings.Contains(b, "..") {
 		return malformed("bucket name %q is not a valid S3 bucket name", truncate(b))
 	}
-	if _, err := netip.ParseAddr(b); err == nil {
+	if isIPAddr(b) {
 		return malformed("bucket name %q must not be an IP address", truncate(b))
 	}
 	return nil

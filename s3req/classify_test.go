@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"hash/crc32"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -486,4 +487,27 @@ func TestPayloadHash(t *testing.T) {
 	if sum := sha256.Sum256(nil); hex.EncodeToString(sum[:]) != EmptySHA256 {
 		t.Fatal("EmptySHA256 is not the SHA-256 of nothing")
 	}
+}
+
+// TestIsIPAddr: isIPAddr agrees with netip.ParseAddr.
+func TestIsIPAddr(t *testing.T) {
+	for _, s := range []string{"", "127.0.0.1", "1.2.3", "01.2.3.4", "256.1.1.1", "::1", "fe80::1%eth0", "::ffff:1.2.3.4",
+		"localhost", "s3.example.com", "1s3.example", "1.2.3.4.", "bucket-1", "10.0.0.1a", "1:2", "1.2.3.4:80"} {
+		_, err := netip.ParseAddr(s)
+		if got := isIPAddr(s); got != (err == nil) {
+			t.Errorf("isIPAddr(%q) = %v, netip.ParseAddr err = %v", s, got, err)
+		}
+	}
+}
+
+func FuzzIsIPAddr(f *testing.F) {
+	for _, s := range []string{"127.0.0.1", "::1", "localhost", "1.2.3.4.", "fe80::1%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := netip.ParseAddr(s)
+		if got := isIPAddr(s); got != (err == nil) {
+			t.Fatalf("isIPAddr(%q) = %v, netip.ParseAddr err = %v", s, got, err)
+		}
+	})
 }

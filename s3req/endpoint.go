@@ -146,8 +146,7 @@ func (e *Endpoint) matchHost(host, region string) (hostMatch, bool) {
 	pathOK := e.Addressing != AddressingVirtual
 	// A bucket label in front of an IP address is not a host name anyone
 	// serves; never read "b.127.0.0.1" as virtual-hosted.
-	_, ipErr := netip.ParseAddr(strings.Trim(e.Host, "[]"))
-	virtualOK := e.Addressing != AddressingPath && ipErr != nil
+	virtualOK := e.Addressing != AddressingPath && !isIPAddr(strings.Trim(e.Host, "[]"))
 	if host == e.Host {
 		return hostMatch{endpoint: e}, pathOK
 	}
@@ -282,4 +281,19 @@ func checkHostName(h string) error {
 		}
 	}
 	return nil
+}
+
+// isIPAddr is netip.ParseAddr(s) succeeding, without its error allocation
+// for the host names and bucket names it is asked about on every request:
+// an IPv4 address has only digits and dots, an IPv6 address has a colon.
+func isIPAddr(s string) bool {
+	if strings.IndexByte(s, ':') < 0 {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c != '.' && (c < '0' || c > '9') {
+				return false
+			}
+		}
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }

@@ -347,7 +347,11 @@ func (h *Handler) noteKeyRotation(recs []*audit.Record, keyID string) []*audit.R
 	if prev != nil && *prev == keyID {
 		return recs
 	}
-	if !h.signingKey.CompareAndSwap(prev, &keyID) {
+	// A copy, so that keyID itself does not escape (and allocate) on the
+	// common path above.
+	key := new(string)
+	*key = keyID
+	if !h.signingKey.CompareAndSwap(prev, key) {
 		return recs // another request recorded this rotation
 	}
 	detail := map[string]string{"access_key_id": keyID}
