@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -81,16 +80,6 @@ func runConfigCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 func checkConfigFile(ctx context.Context, path string, loadPolicy bool) error {
 	cfg, err := loadConfig(path, Config{})
 	if err != nil {
-		// go-yaml reports a malformed duration string ("10 seconds") as
-		// time.ParseDuration's bare error, without key or line, and a
-		// number without unit by Go struct: find the key and line.
-		if msg := err.Error(); strings.Contains(msg, "time: ") || strings.Contains(msg, "time.Duration") {
-			if data, rerr := os.ReadFile(path); rerr == nil {
-				if derr := locateDurationError(data); derr != nil {
-					return fmt.Errorf("config %s: %w", path, derr)
-				}
-			}
-		}
 		return err
 	}
 	applyEnv(&cfg)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -81,6 +82,14 @@ func loadConfig(path string, base Config) (Config, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
 	if err := dec.Decode(&cfg); err != nil {
+		// go-yaml reports a malformed duration string ("10 seconds") as
+		// time.ParseDuration's bare error, without key or line, and a
+		// number without unit by Go struct: find the key and line.
+		if msg := err.Error(); strings.Contains(msg, "time: ") || strings.Contains(msg, "time.Duration") {
+			if derr := locateDurationError(data); derr != nil {
+				return cfg, fmt.Errorf("config %s: %w", path, derr)
+			}
+		}
 		return cfg, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
 	}
 	return cfg, nil

@@ -26,6 +26,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		"listen: x\nlimits:\n  max_body: 3\n":              "max_body",
 		"listen: x\ncredentials:\n  secret: y\n":           "secret",
 		"listen: x\nendpoints:\n  - host: h\n    rgn: [a]": "rgn",
+		// serve names the key and line of a bad duration, as config check does.
+		"listen: x\npolicy:\n  reload_interval: 5 seconds\n": "[3:20] policy.reload_interval",
+		"listen: x\naudit:\n  checkpoint_interval: 5\n":      "[3:24] audit.checkpoint_interval",
 	}
 	for text, key := range cases {
 		path := filepath.Join(t.TempDir(), "c.yaml")
