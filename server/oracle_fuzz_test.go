@@ -496,11 +496,11 @@ func checkSigned(v4s *v4.Signer, creds aws.Credentials, method, uri, body, gotUR
 	}
 	for name, v := range h {
 		if strings.EqualFold(name, "content-length") && len(v) == 1 && strings.Trim(v[0], "0") == "" && v[0] != "" {
-			// A zero Content-Length cannot be signed: the SDK's SigV4
-			// signer (like AWS's own) signs content-length only when it
-			// is positive. Known and documented (SECURITY.md): a signed
-			// empty PUT lets its holder send any body, as UNSIGNED-PAYLOAD
-			// lets the holder of any signed PUT choose the bytes.
+			// A zero Content-Length is not signed: SigV4 signers (AWS's
+			// own included) sign content-length only when it is positive.
+			// countersign binds the empty body through the payload hash
+			// instead, unless the client chose its own x-amz-content-sha256
+			// (SECURITY.md; e2e/payload_test.go shows S3 refusing a body).
 			continue
 		}
 		if !neverSigned(name) && !slices.Contains(signedNames, strings.ToLower(name)) {

@@ -15,16 +15,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
@@ -56,8 +52,8 @@ const (
 	service       = "s3"
 	algorithm     = "AWS4-HMAC-SHA256"
 
-	// Header names the SDK signer writes (Go canonical spelling). The
-	// signer returns them in this spelling.
+	// Header names the signer adds, in the spelling the AWS SDK's signer
+	// uses (Go canonical).
 	hdrAuthorization = "Authorization"
 	hdrAmzDate       = "X-Amz-Date"
 	hdrSecurityToken = "X-Amz-Security-Token"
@@ -149,7 +145,7 @@ type Options struct {
 // Signer signs S3 requests with SigV4. It is safe for concurrent use.
 type Signer struct {
 	creds   aws.CredentialsProvider
-	v4      *v4.Signer
+	keys    keyCache
 	now     func() time.Time
 	maxSkew time.Duration
 	pool    sync.Pool // *state
@@ -184,12 +180,7 @@ func New(creds aws.CredentialsProvider, opts Options) *Signer {
 		panic("signer.New: nil credentials provider")
 	}
 	s := &Signer{
-		creds: creds,
-		v4: v4.NewSigner(func(o *v4.SignerOptions) {
-			// S3 canonical URIs are the request path as sent, not escaped
-			// a second time.
-			o.DisableURIPathEscaping = true
-		}),
+		creds:   creds,
 		now:     opts.Now,
 		maxSkew: opts.MaxClockSkew,
 	}
@@ -205,44 +196,19 @@ func New(creds aws.CredentialsProvider, opts Options) *Signer {
 
 // state is the per-call scratch space, pooled to keep the hot path lean.
 type state struct {
-	req       http.Request
-	url       url.URL
-	hdr       http.Header
-	sha       [1]string // value slice for an added x-amz-content-sha256
-	buf       []byte
-	opts      func(*v4.SignerOptions)
-	canonical string
-	toSign    string
+	v4  sigv4
+	buf []byte    // amz date, scope, hashes
+	sha [1]string // value slice for an added x-amz-content-sha256
 }
 
 func newState() *state {
-	st := &state{hdr: make(http.Header, 16), buf: make([]byte, 0, 128)}
-	st.opts = func(o *v4.SignerOptions) {
-		// The SDK hands the canonical request and string to sign only to
-		// its signing logger; st captures them (no formatting, no output)
-		// for the audit hash and for tests.
-		o.LogSigning = true
-		o.Logger = st
-	}
-	return st
-}
-
-// Logf implements logging.Logger for the SDK's LogSigning output: the
-// arguments are the canonical request, the string to sign and a presign URL
-// message.
-func (st *state) Logf(_ logging.Classification, _ string, v ...any) {
-	if len(v) >= 2 {
-		st.canonical, _ = v[0].(string)
-		st.toSign, _ = v[1].(string)
-	}
+	return &state{buf: make([]byte, 0, 256)}
 }
 
 func (s *Signer) release(st *state) {
-	clear(st.hdr)
-	st.req = http.Request{}
-	st.url = url.URL{}
+	st.v4.reset()
+	st.buf = st.buf[:0]
 	st.sha[0] = ""
-	st.canonical, st.toSign = "", ""
 	s.pool.Put(st)
 }
 
@@ -260,7 +226,6 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 
 	st := s.pool.Get().(*state)
 	defer s.release(st)
-	hdr := st.hdr
 
 	var (
 		host          = canonicalHost(r.Scheme, r.Host)
@@ -291,8 +256,8 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 				return nil, fmt.Errorf("%w: header %q value %q is %s away from the signer's clock (at most %s allowed)", ErrBadDate, h.Name, clip(v), d.Round(time.Second), s.maxSkew)
 			}
 			clientDate = v
-			// Not put into hdr: the SDK writes X-Amz-Date from the signing
-			// time, which is the same value.
+			// Signed as the X-Amz-Date the signer adds from the signing
+			// time, which is this value.
 		case kindHost:
 			v, err := single(h)
 			if err != nil {
@@ -300,8 +265,8 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 			}
 			if !strings.EqualFold(v, host) {
 				if strings.EqualFold(v, r.Host) {
-					// The SDK signs the host without the scheme's
-					// default port; the wire would carry it.
+					// The host is signed without the scheme's default
+					// port (as HTTP clients send it); this one carries it.
 					return nil, fmt.Errorf("%w: header %q value %q carries the scheme's default port; send %q", ErrBadRequest, h.Name, clip(v), host)
 				}
 				return nil, fmt.Errorf("%w: header %q value %q does not match the URI's host %q", ErrBadRequest, h.Name, clip(v), host)
@@ -316,8 +281,8 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 			if perr != nil {
 				return nil, fmt.Errorf("%w: header %q value %q is not a valid length", ErrBadRequest, h.Name, clip(v))
 			}
-			// The SDK signs content-length from the request's
-			// ContentLength (when > 0), not from the header map.
+			// Signed in decimal when positive, as SigV4 signers do (a
+			// declared 0 is bound through the payload hash: s3req).
 			contentLength = int64(n)
 		case kindContentSHA256:
 			v, err := single(h)
@@ -328,19 +293,17 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 				return nil, fmt.Errorf("signer: internal: header %q disagrees with the request's payload hash", h.Name)
 			}
 			sawSHA256 = true
-			hdr[h.Name] = h.Values[:1:1]
+			st.v4.add(h.Name, h.Values[:1:1])
 		default:
 			if len(h.Values) == 0 {
 				continue // a header without values is not sent at all
 			}
-			// Capacity capped so that nothing the SDK appends can write
-			// into the client's slice.
-			hdr[h.Name] = h.Values[:len(h.Values):len(h.Values)]
+			st.v4.add(h.Name, h.Values)
 		}
 	}
 	if r.AddContentSHA256 {
 		st.sha[0] = r.ContentSHA256
-		hdr[hdrContentSHA256] = st.sha[:]
+		st.v4.add(hdrContentSHA256, st.sha[:])
 	} else if !sawSHA256 {
 		return nil, errors.New("signer: internal: request says the client sent x-amz-content-sha256, but it did not")
 	}
@@ -361,48 +324,51 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 		return nil, fmt.Errorf("%w: credentials for access key %s expired at %s", ErrCredentials, creds.AccessKeyID, creds.Expires.UTC().Format(time.RFC3339))
 	}
 
-	st.url = url.URL{
-		Scheme:   r.Scheme,
-		Host:     r.Host,
-		Opaque:   opaquePath(r.Host, r.RawPath),
-		RawQuery: r.RawQuery,
-	}
-	st.req = http.Request{
-		Method:        r.Method,
-		URL:           &st.url,
-		Header:        hdr,
-		Host:          host,
-		ContentLength: contentLength,
-	}
-	if err := s.v4.SignHTTP(ctx, creds, &st.req, r.ContentSHA256, service, r.Region, signTime, st.opts); err != nil {
-		return nil, fmt.Errorf("signer: SigV4: %w", err)
-	}
-	if s.onCanonical != nil {
-		s.onCanonical(st.canonical)
-	}
-	return s.result(r, st, creds, clientDate)
+	return s.sign(r, st, creds, host, contentLength, signTime, clientDate)
 }
 
-// result assembles Signed from the SDK's output in st.hdr.
-func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clientDate string) (*Signed, error) {
-	auth := first(st.hdr[hdrAuthorization])
-	amzDate := first(st.hdr[hdrAmzDate])
+// sign computes the signature and assembles Signed.
+func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host string, contentLength int64, signTime time.Time, clientDate string) (*Signed, error) {
+	signTime = signTime.UTC()
+	// ts is "YYYYMMDDTHHMMSSZ" then the scope "YYYYMMDD/region/s3/aws4_request".
+	b := signTime.AppendFormat(st.buf[:0], amzDateLayout)
+	b = appendScope(b, signTime, r.Region)
+	ts := string(b)
+	amzDate, scope := ts[:len(amzDateLayout)], ts[len(amzDateLayout):]
 	if clientDate != "" && amzDate != clientDate {
-		return nil, fmt.Errorf("signer: internal: signed with x-amz-date %q, client sent %q", amzDate, clientDate)
-	}
-	scope, signedHeaders, signature, ok := parseAuthorization(auth, creds.AccessKeyID)
-	if !ok {
-		return nil, errors.New("signer: internal: unexpected Authorization header from the SigV4 signer")
-	}
-	// The last line of the string to sign is the hex SHA-256 of the
-	// canonical request. Audit needs it, so its absence is an error.
-	crHash := st.toSign[strings.LastIndexByte(st.toSign, '\n')+1:]
-	if len(crHash) != sha256.Size*2 || !strings.HasPrefix(st.toSign, algorithm+"\n") {
-		return nil, errors.New("signer: internal: could not capture the canonical request hash from the SigV4 signer")
+		return nil, fmt.Errorf("signer: internal: signing with x-amz-date %q, client sent %q", amzDate, clientDate)
 	}
 
-	sum := sha256.Sum256(append(st.buf[:0], signature...))
-	st.buf = hex.AppendEncode(st.buf[:0], sum[:])
+	signedHeaders := st.v4.canonicalRequest(r.Method, r.RawPath, r.RawQuery, host, contentLength, amzDate, creds.SessionToken, r.ContentSHA256)
+	if s.onCanonical != nil {
+		s.onCanonical(string(st.v4.canon))
+	}
+	key := s.keys.get(creds.AccessKeyID, creds.SecretAccessKey, amzDate[:8], r.Region)
+	sig, crHash, b := st.v4.signature(b[:0], key, amzDate, scope)
+	st.buf = b
+
+	// Authorization: AWS4-HMAC-SHA256 Credential=AKID/SCOPE, SignedHeaders=H, Signature=SIG
+	const credPrefix, shPrefix, sigPrefix = algorithm + " Credential=", ", SignedHeaders=", ", Signature="
+	ab := make([]byte, 0, len(credPrefix)+len(creds.AccessKeyID)+1+len(scope)+len(shPrefix)+len(signedHeaders)+len(sigPrefix)+len(sig))
+	ab = append(ab, credPrefix...)
+	ab = append(ab, creds.AccessKeyID...)
+	ab = append(ab, '/')
+	scopeAt := len(ab)
+	ab = append(ab, scope...)
+	ab = append(ab, shPrefix...)
+	shAt := len(ab)
+	ab = append(ab, signedHeaders...)
+	ab = append(ab, sigPrefix...)
+	ab = append(ab, sig...)
+	auth := string(ab)
+
+	// The audit's digests: of the canonical request, and of the hex
+	// signature (never the signature itself), in one string.
+	sum := sha256.Sum256(sig)
+	digests := make([]byte, 0, 2*2*sha256.Size)
+	digests = append(digests, crHash...)
+	digests = hex.AppendEncode(digests, sum[:])
+	ds := string(digests)
 
 	// One allocation for the result and the values of the added headers.
 	box := &struct {
@@ -412,11 +378,11 @@ func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clie
 	out := &box.Signed
 	*out = Signed{
 		AccessKeyID:            creds.AccessKeyID,
-		CredentialScope:        scope,
+		CredentialScope:        auth[scopeAt : scopeAt+len(scope)],
 		AmzDate:                amzDate,
-		SignedHeaders:          strings.Split(signedHeaders, ";"),
-		SignatureSHA256:        string(st.buf),
-		CanonicalRequestSHA256: crHash,
+		SignedHeaders:          strings.Split(auth[shAt:shAt+len(signedHeaders)], ";"),
+		SignatureSHA256:        ds[2*sha256.Size : 4*sha256.Size],
+		CanonicalRequestSHA256: ds[:2*sha256.Size],
 	}
 
 	hs := make(remotesign.Headers, len(r.Headers), len(r.Headers)+4)
@@ -429,7 +395,7 @@ func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clie
 	}
 	add(hdrAuthorization, auth)
 	if clientDate == "" {
-		add(hdrAmzDate, amzDate)
+		add(hdrAmzDate, out.AmzDate)
 	}
 	if creds.SessionToken != "" {
 		add(hdrSecurityToken, creds.SessionToken)
@@ -439,33 +405,6 @@ func (s *Signer) result(r *s3req.Request, st *state, creds aws.Credentials, clie
 	}
 	out.Headers = hs
 	return out, nil
-}
-
-// parseAuthorization splits the SDK's
-// "AWS4-HMAC-SHA256 Credential=AKID/SCOPE, SignedHeaders=H, Signature=SIG".
-func parseAuthorization(auth, accessKeyID string) (scope, signedHeaders, signature string, ok bool) {
-	const prefix = algorithm + " Credential="
-	rest, ok := strings.CutPrefix(auth, prefix)
-	if !ok {
-		return "", "", "", false
-	}
-	if rest, ok = strings.CutPrefix(rest, accessKeyID); !ok || !strings.HasPrefix(rest, "/") {
-		return "", "", "", false
-	}
-	rest = rest[1:]
-	scope, rest, ok1 := strings.Cut(rest, ", SignedHeaders=")
-	signedHeaders, signature, ok2 := strings.Cut(rest, ", Signature=")
-	if !ok1 || !ok2 || scope == "" || signedHeaders == "" || len(signature) != sha256.Size*2 {
-		return "", "", "", false
-	}
-	return scope, signedHeaders, signature, true
-}
-
-func first(v []string) string {
-	if len(v) == 0 {
-		return ""
-	}
-	return v[0]
 }
 
 // single returns the one value of a header the signer interprets.
@@ -526,62 +465,37 @@ func canonicalHost(scheme, host string) string {
 	return host
 }
 
-// opaquePath makes the SDK use rawPath byte for byte as the canonical URI:
-// it prefers URL.Opaque and takes the path from its first '/'. A path that
-// does not start with "//" can be used as is; otherwise (a key beginning with
-// '/') the "//host/path" form keeps the SDK from reading the leading "//" as a
-// scheme separator.
-func opaquePath(host, rawPath string) string {
-	if rawPath == "" || (rawPath[0] == '/' && (len(rawPath) == 1 || rawPath[1] != '/')) {
-		return rawPath // "" makes the SDK use "/"
-	}
-	return "//" + host + rawPath
-}
-
 // Character classes (RFC 3986, RFC 9110) for validating what is signed. The
 // signature is over these bytes exactly, so anything an HTTP client would
-// have to re-encode, or that the SDK would parse differently from S3, is
-// rejected rather than signed.
+// have to re-encode, or that SigV4 canonicalization would read differently
+// from S3, is rejected rather than signed.
 var (
-	pathChars  [256]bool // pchar without '%', plus '/'
-	queryChars [256]bool // pchar without '%' and ';', plus '/' and '?'
-	tokenChars [256]bool // tchar
-	hostChars  [256]bool // reg-name / IP literal / port characters
+	pathChars  = charClass(alnum, "-._~!$&'()*+,;=:@/") // pchar without '%', plus '/'
+	queryChars = charClass(alnum, "-._~!$&'()*+,=:@/?") // pchar without '%' and ';', plus '/' and '?'
+	tokenChars = charClass(alnum, "!#$%&'*+-.^_`|~")    // tchar
+	hostChars  = charClass(alnum, "-._~:[]")            // reg-name / IP literal / port characters
 )
 
-func init() {
-	for c := 'a'; c <= 'z'; c++ {
-		for _, t := range []*[256]bool{&pathChars, &queryChars, &tokenChars, &hostChars} {
-			t[c] = true
-			t[c-'a'+'A'] = true
+// alnum is every ASCII letter and digit. queryChars leaves out ';': Go's
+// url.ParseQuery (the AWS SDK's canonical query, which sigv4.go
+// reproduces) drops pairs containing it silently; S3 would not.
+const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+func charClass(sets ...string) *[256]bool {
+	var t [256]bool
+	for _, set := range sets {
+		for i := 0; i < len(set); i++ {
+			t[set[i]] = true
 		}
 	}
-	for c := '0'; c <= '9'; c++ {
-		for _, t := range []*[256]bool{&pathChars, &queryChars, &tokenChars, &hostChars} {
-			t[c] = true
-		}
-	}
-	for _, c := range "-._~!$&'()*+,;=:@/" {
-		pathChars[c] = true
-		queryChars[c] = true
-	}
-	// Go's url.ParseQuery (used by the SDK for the canonical query) drops
-	// pairs containing ';' silently; S3 would not.
-	queryChars[';'] = false
-	queryChars['?'] = true
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		tokenChars[c] = true
-	}
-	for _, c := range "-._~:[]" {
-		hostChars[c] = true
-	}
+	return &t
 }
 
 func validateRequest(r *s3req.Request) error {
 	if r == nil {
 		return errors.New("signer: internal: nil request")
 	}
-	if r.Method == "" || !allIn(r.Method, &tokenChars) {
+	if r.Method == "" || !allIn(r.Method, tokenChars) {
 		return fmt.Errorf("%w: invalid method %q", ErrBadRequest, clip(r.Method))
 	}
 	if !validRegion(r.Region) {
@@ -593,10 +507,10 @@ func validateRequest(r *s3req.Request) error {
 	if !validHost(r.Host) {
 		return fmt.Errorf("%w: invalid host %q", ErrBadRequest, clip(r.Host))
 	}
-	if (r.RawPath != "" && r.RawPath[0] != '/') || !validEscaped(r.RawPath, &pathChars) {
+	if (r.RawPath != "" && r.RawPath[0] != '/') || !validEscaped(r.RawPath, pathChars) {
 		return fmt.Errorf("%w: path %q is not a valid escaped URI path", ErrBadRequest, clip(r.RawPath))
 	}
-	if !validEscaped(r.RawQuery, &queryChars) {
+	if !validEscaped(r.RawQuery, queryChars) {
 		return fmt.Errorf("%w: query %q is not a valid escaped URI query", ErrBadRequest, clip(r.RawQuery))
 	}
 	return nil
@@ -620,7 +534,7 @@ func validRegion(s string) bool {
 // validHost accepts host[:port] with a reg-name or bracketed IP literal and
 // an optional non-empty numeric port.
 func validHost(h string) bool {
-	if h == "" || !allIn(h, &hostChars) {
+	if h == "" || !allIn(h, hostChars) {
 		return false
 	}
 	hostPart, port := h, ""
@@ -692,7 +606,7 @@ func allIn(s string, allowed *[256]bool) bool {
 // control characters: neither can be sent on the wire as signed, and a line
 // break in a value would be ambiguous in the canonical request.
 func validateHeader(h *remotesign.Header) error {
-	if h.Name == "" || !allIn(h.Name, &tokenChars) {
+	if h.Name == "" || !allIn(h.Name, tokenChars) {
 		return fmt.Errorf("%w: invalid header name %q", ErrBadRequest, clip(h.Name))
 	}
 	for _, v := range h.Values {

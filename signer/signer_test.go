@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
@@ -628,11 +629,13 @@ func BenchmarkSign(b *testing.B) {
 	}
 }
 
-// BenchmarkSDKSignHTTP is the baseline: the SDK signer alone on an
-// equivalent, pre-built request (the part of Sign's cost that is the SDK's).
+// BenchmarkSDKSignHTTP is the SDK's signer alone on an equivalent,
+// pre-built request: what Sign cost per call when it used the SDK (see
+// sigv4.go).
 func BenchmarkSDKSignHTTP(b *testing.B) {
 	s := New(staticCreds(testToken), Options{})
 	creds, _ := s.creds.Retrieve(context.Background())
+	sdk := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
 	u := &url.URL{Scheme: "https", Host: "lake.s3.us-east-1.amazonaws.com",
 		Opaque: "/warehouse/db/events/data/ts_day=2026-11-30/00042-17-7f3c9a1e-5b2d-4c8e-9f01-23456789abcd-00001.parquet"}
 	h := http.Header{
@@ -645,7 +648,7 @@ func BenchmarkSDKSignHTTP(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		req := &http.Request{Method: "GET", URL: u, Header: h, Host: u.Host}
-		if err := s.v4.SignHTTP(ctx, creds, req, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
+		if err := sdk.SignHTTP(ctx, creds, req, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}
