@@ -88,6 +88,7 @@ type Handler struct {
 	log      *slog.Logger
 	limiter  *principalLimiter // nil when rate limiting is off
 	decoders sync.Pool
+	bodies   sync.Pool // *[]byte for encoding answers
 	// signingKey is the access key id of the last signature, to put a
 	// key_rotation record in the audit log when the credentials change.
 	signingKey atomic.Pointer[string]
@@ -126,6 +127,7 @@ func NewHandler(st Stages, opts Options, log *slog.Logger) (*Handler, error) {
 	}
 	h := &Handler{stages: st, opts: opts, log: log, limiter: limiter}
 	h.decoders.New = func() any { return new(remotesign.Decoder) }
+	h.bodies.New = func() any { b := make([]byte, 0, 2048); return &b }
 	if m := opts.Metrics; m != nil {
 		for i, name := range stageNames {
 			h.stageSeconds[i] = m.StageSeconds.WithLabelValues(name)
@@ -322,7 +324,14 @@ func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	ctx.SetStatusCode(http.StatusOK)
 	ctx.SetContentType("application/json")
 	ctx.Response.Header.Set("Cache-Control", cache)
-	ctx.SetBody(remotesign.AppendResult(ctx.Response.Body()[:0], c.in.URI, c.signed.Headers))
+	// Encoded in a pooled buffer, then copied into fasthttp's own pooled
+	// body buffer: no allocation for the answer in the steady state.
+	buf := h.bodies.Get().(*[]byte)
+	*buf = remotesign.AppendResult((*buf)[:0], c.in.URI, c.signed.Headers)
+	ctx.SetBody(*buf)
+	if cap(*buf) <= 64<<10 {
+		h.bodies.Put(buf)
+	}
 }
 
 // authorize asks the authorizer about every target — all of them, even
