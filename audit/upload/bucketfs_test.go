@@ -200,10 +200,7 @@ func (failingFS) Open(name string) (fs.File, error) {
 // (here: the same bytes put by someone else) is verified by reading it
 // back instead.
 func TestUploadChecksum(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	l := openTestLog(t, dir, k, nil, nil)
 	defer l.Close()
 	l.appendUntilSeals(2)

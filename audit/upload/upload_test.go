@@ -22,6 +22,14 @@ import (
 
 const bucket = "audit-archive"
 
+// newSetup is how most upload tests start: versitygw with the test bucket
+// (no Object Lock), an empty log directory, and log keys.
+func newSetup(t testing.TB) (*gateway, string, logKeys) {
+	g := startGateway(t, false)
+	g.createBucket(bucket, false)
+	return g, t.TempDir(), newLogKeys(t)
+}
+
 func newUploader(t testing.TB, cfg Config, dir string, rec *recorder) *Uploader {
 	t.Helper()
 	opts := Options{NodeID: testNode, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond}
@@ -65,10 +73,7 @@ func verifyFS(t testing.TB, what string, fsys fs.FS, k logKeys, partial bool) *a
 // disk (partial) and from both; the log keeps working across a restart
 // with its old segments gone.
 func TestUploadSealedSegments(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	rec := &recorder{}
 	up := newUploader(t, g.config(bucket), dir, rec)
 	l := openTestLog(t, dir, k, up.Notify, nil)
@@ -161,10 +166,7 @@ func TestUploadSealedSegments(t *testing.T) {
 
 // TestUploadBackground: without Flush, seals and the interval drive it.
 func TestUploadBackground(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	up := newUploader(t, g.config(bucket), dir, nil)
 	up.Start(context.Background())
 	l := openTestLog(t, dir, k, up.Notify, nil)
@@ -186,10 +188,7 @@ func TestUploadBackground(t *testing.T) {
 // retried; when the server is back (same port and data), everything
 // arrives and no record is lost.
 func TestUploadOutage(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	rec := &recorder{}
 	up := newUploader(t, g.config(bucket), dir, rec)
 	up.Start(context.Background())
@@ -260,10 +259,7 @@ func (d *dropFirstPut) RoundTrip(r *http.Request) (*http.Response, error) {
 // answer was lost is found there by the retry and verified, not replaced
 // and not reported as a conflict.
 func TestUploadLostResponse(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	l := openTestLog(t, dir, k, nil, nil)
 	defer l.Close()
 	l.appendUntilSeals(2)
@@ -297,10 +293,7 @@ func TestUploadLostResponse(t *testing.T) {
 
 // TestUploadWrongCredentials: refused requests keep every local file.
 func TestUploadWrongCredentials(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	l := openTestLog(t, dir, k, nil, nil)
 	defer l.Close()
 	l.appendUntilSeals(2)
@@ -335,10 +328,7 @@ func TestUploadWrongCredentials(t *testing.T) {
 // TestUploadConflict: an object already in the bucket with other bytes is
 // never overwritten, and the local segment is kept.
 func TestUploadConflict(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	l := openTestLog(t, dir, k, nil, nil)
 	defer l.Close()
 	l.appendUntilSeals(2)
@@ -380,10 +370,7 @@ func TestUploadConflict(t *testing.T) {
 // TestUploadKeepLocal: files stay, are uploaded once, and a pass that
 // finds them verified does not hash or upload them again.
 func TestUploadKeepLocal(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	l := openTestLog(t, dir, k, nil, nil)
 	defer l.Close()
 	l.appendUntilSeals(3)
@@ -411,10 +398,7 @@ func TestUploadKeepLocal(t *testing.T) {
 // files leaves one; the next pass checks both are in the bucket and
 // removes it. If the other is not in the bucket, nothing is touched.
 func TestUploadInterruptedRemoval(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	l := openTestLog(t, dir, k, nil, nil)
 	defer l.Close()
 	l.appendUntilSeals(3)
@@ -458,10 +442,7 @@ func TestUploadInterruptedRemoval(t *testing.T) {
 // zero padding and no seal); it is finished once the recovery segment has
 // its first record, is uploaded as it is, and the bucket copy verifies.
 func TestUploadAbandonedSegment(t *testing.T) {
-	g := startGateway(t, false)
-	g.createBucket(bucket, false)
-	dir := t.TempDir()
-	k := newLogKeys(t)
+	g, dir, k := newSetup(t)
 	var arm atomic.Bool
 	up := newUploader(t, g.config(bucket), dir, nil)
 	l := openTestLog(t, dir, k, up.Notify, flakyOpen(&arm))
