@@ -31,8 +31,11 @@ fuzz-short:
 		done; \
 	done
 
+# Everything under the race detector, then the allocation-count tests
+# (built only without it: *allocs_test.go) in a race-free pass.
 unit:
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run 'Allocs' ./...
 
 # End-to-end: real countersign binary (built with -race), real versitygw
 # (built from the pinned tools module), real OPA.

@@ -462,19 +462,3 @@ func TestDecodeAtEveryLimit(t *testing.T) {
 	}
 }
 
-func TestDecodeAllocs(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("allocation counts are not meaningful under -race")
-	}
-	body := []byte(readFixture(t, "java_get.json"))
-	var d Decoder
-	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := d.Decode(body, Limits{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	// Request, its string arena, header slice, values slice, properties map.
-	if allocs > 6 {
-		t.Errorf("Decode allocates %.0f times per call, want at most 6", allocs)
-	}
-}

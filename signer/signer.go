@@ -349,26 +349,30 @@ func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host s
 
 	// Authorization: AWS4-HMAC-SHA256 Credential=AKID/SCOPE, SignedHeaders=H, Signature=SIG
 	const credPrefix, shPrefix, sigPrefix = algorithm + " Credential=", ", SignedHeaders=", ", Signature="
-	ab := make([]byte, 0, len(credPrefix)+len(creds.AccessKeyID)+1+len(scope)+len(shPrefix)+len(signedHeaders)+len(sigPrefix)+len(sig))
-	ab = append(ab, credPrefix...)
-	ab = append(ab, creds.AccessKeyID...)
-	ab = append(ab, '/')
-	scopeAt := len(ab)
-	ab = append(ab, scope...)
-	ab = append(ab, shPrefix...)
-	shAt := len(ab)
-	ab = append(ab, signedHeaders...)
-	ab = append(ab, sigPrefix...)
-	ab = append(ab, sig...)
-	auth := string(ab)
+	var ab strings.Builder // one allocation: Grow, then String without a copy
+	ab.Grow(len(credPrefix) + len(creds.AccessKeyID) + 1 + len(scope) + len(shPrefix) + len(signedHeaders) + len(sigPrefix) + len(sig))
+	ab.WriteString(credPrefix)
+	ab.WriteString(creds.AccessKeyID)
+	ab.WriteByte('/')
+	scopeAt := ab.Len()
+	ab.WriteString(scope)
+	ab.WriteString(shPrefix)
+	shAt := ab.Len()
+	ab.Write(signedHeaders)
+	ab.WriteString(sigPrefix)
+	ab.Write(sig)
+	auth := ab.String()
 
 	// The audit's digests: of the canonical request, and of the hex
 	// signature (never the signature itself), in one string.
 	sum := sha256.Sum256(sig)
-	digests := make([]byte, 0, 2*2*sha256.Size)
-	digests = append(digests, crHash...)
-	digests = hex.AppendEncode(digests, sum[:])
-	ds := string(digests)
+	var digests strings.Builder
+	digests.Grow(2 * 2 * sha256.Size)
+	digests.Write(crHash)
+	var sumHex [2 * sha256.Size]byte
+	hex.Encode(sumHex[:], sum[:])
+	digests.Write(sumHex[:])
+	ds := digests.String()
 
 	// One allocation for the result and the values of the added headers.
 	box := &struct {

@@ -1,5 +1,0 @@
-//go:build !race
-
-package remotesign
-
-const raceEnabled = false

@@ -1,0 +1,44 @@
+//go:build !race
+
+// Allocation counts are not meaningful under the race detector, so these
+// tests are built only without it; make unit runs them in a second,
+// race-free pass.
+
+package signer
+
+import (
+	"context"
+	"testing"
+
+	"github.com/countersign/countersign/s3req"
+)
+
+// TestSignAllocs holds the hot path to its measured allocations (the SDK's
+// signer made 44): the Authorization string, the date and scope string,
+// the digests string, the signed-header list, the result with its added
+// header values, the returned header slice, and the lower-casing of
+// header names the client spells with capitals (Range, If-Match: one here).
+func TestSignAllocs(t *testing.T) {
+	s := New(staticCreds(testToken), Options{})
+	r := &s3req.Request{
+		Method: "GET", Region: "us-east-1", Scheme: "https",
+		Host:    "lake.s3.us-east-1.amazonaws.com",
+		RawPath: "/warehouse/db/events/data/00042-17-7f3c9a1e-00001.parquet",
+		Headers: hdrs(
+			"amz-sdk-request", "attempt=1; max=4",
+			"Range", "bytes=4-1048579",
+			"If-Match", `"9b2cf535f27731c974343645a3985328"`,
+			"x-amz-expected-bucket-owner", "111122223333",
+		),
+		ContentSHA256: "UNSIGNED-PAYLOAD", AddContentSHA256: true,
+	}
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := s.Sign(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 7 {
+		t.Errorf("Sign allocates %.0f times per call, want at most 7", allocs)
+	}
+}
