@@ -461,4 +461,3 @@ func TestDecodeAtEveryLimit(t *testing.T) {
 		t.Errorf("Decode = %+v", req)
 	}
 }
-
