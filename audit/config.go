@@ -17,9 +17,6 @@ const (
 	DefaultHeartbeatInterval  = 30 * time.Second
 	DefaultQueueMax           = 16384
 	DefaultRetryInterval      = time.Second
-	DefaultSyncConcurrency    = 4
-
-	maxSyncConcurrency = 64
 
 	// minSegmentBytes keeps rotation from turning into one segment per
 	// batch; tests use it to rotate after a few records.
@@ -67,10 +64,6 @@ type Config struct {
 	// more records than QueueMax is admitted when the queue is empty.
 	// Default 16384 (~11 MiB of 700-byte records).
 	QueueMax int `yaml:"queue_max"`
-	// SyncConcurrency is how many batches may be waiting for their
-	// fdatasync at once (see writer.go). 1 is classic group commit: a
-	// batch is written after the previous one is durable. Default 4.
-	SyncConcurrency int `yaml:"sync_concurrency"`
 }
 
 // Options are the Log's collaborators, set in code rather than
@@ -124,9 +117,6 @@ func (c Config) withDefaults() Config {
 	if c.QueueMax == 0 {
 		c.QueueMax = DefaultQueueMax
 	}
-	if c.SyncConcurrency == 0 {
-		c.SyncConcurrency = DefaultSyncConcurrency
-	}
 	return c
 }
 
@@ -154,9 +144,6 @@ func (c Config) Validate() error {
 	}
 	if c.QueueMax < 1 {
 		return fmt.Errorf("audit.queue_max %d: at least 1", c.QueueMax)
-	}
-	if c.SyncConcurrency < 0 || c.SyncConcurrency > maxSyncConcurrency {
-		return fmt.Errorf("audit.sync_concurrency %d: between 1 and %d (0: default %d)", c.SyncConcurrency, maxSyncConcurrency, DefaultSyncConcurrency)
 	}
 	return nil
 }

@@ -4,13 +4,11 @@
 //
 // # Writing
 //
-// Open starts one writer goroutine and Config.SyncConcurrency syncers;
-// Append encodes the records on the caller's goroutine (hand-appended
-// JSON, encode.go), queues them and blocks until the writer has written
-// everything queued since its last batch in one pwrite(2) and a syncer has
-// made it durable with one fdatasync(2): group commit, with no timer and
-// no delay, pipelined so that several batches can be in fdatasync at once
-// and acknowledged in seq order (writer.go). Segment files are
+// Open starts one writer goroutine; Append encodes the records on the
+// caller's goroutine (hand-appended JSON, encode.go), queues them and
+// blocks until the writer has written everything queued since its last
+// batch in one pwrite(2) and made it durable with one fdatasync(2): group
+// commit, with no timer and no delay (writer.go). Segment files are
 // preallocated with zeros so that fdatasync flushes data only
 // (prealloc.go). Append fails with ErrUnavailable while the log cannot
 // write; callers answer 503 and sign nothing.

@@ -52,9 +52,6 @@ type Log struct {
 	closed  bool
 	stats   Stats
 
-	syncJobs chan *inflight // to the syncers; capacity SyncConcurrency
-	synced   chan *inflight // from the syncers; capacity SyncConcurrency
-
 	wake    chan struct{} // capacity 1: "pending is not empty"
 	closing chan struct{} // closed by Close
 	done    chan struct{} // closed when the writer has finished
@@ -141,8 +138,6 @@ func Open(cfg Config, opts Options) (*Log, error) {
 		signerID: fmt.Sprintf("%s+%08x", signer.Name(), signer.KeyHash()),
 		mac:      newTokenMAC(hmacKey),
 		lock:     lock,
-		syncJobs: make(chan *inflight, cfg.SyncConcurrency),
-		synced:   make(chan *inflight, cfg.SyncConcurrency),
 		wake:     make(chan struct{}, 1),
 		closing:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -157,13 +152,8 @@ func Open(cfg Config, opts Options) (*Log, error) {
 		l.prep.ready.Store(true)
 	}
 	go l.runPreparer()
-	for range cfg.SyncConcurrency {
-		go l.runSyncer()
-	}
 	if err := l.recover(); err != nil {
-		l.drain()
 		l.w.closeSegment()
-		close(l.syncJobs)
 		l.stopPreparer()
 		lock.Close()
 		return nil, err

@@ -331,7 +331,6 @@ func TestQueueFullWaitsForContext(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	cfg.QueueMax = 2
-	cfg.SyncConcurrency = 1 // the writer takes nothing while one batch syncs
 	block := make(chan struct{})
 	inSync := make(chan struct{}, 1)
 	var blocking atomic.Bool

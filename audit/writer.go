@@ -16,42 +16,25 @@ import (
 
 // The writer goroutine owns the files. Its loop:
 //
-//  1. take everything queued (group commit: whatever arrived while earlier
-//     batches were being written and synced; there is no timer and no
-//     delay);
+//  1. take everything queued (group commit: whatever arrived while the
+//     previous batch was being synced; there is no timer and no delay);
 //  2. sequence it (seq, id, time), build the lines in one buffer, hash the
 //     leaves into the tree's frontier;
-//  3. one write(2), then hand the batch to a syncer goroutine for its
-//     fdatasync(2), and go on with the next batch: up to
-//     Config.SyncConcurrency batches are synced at once, because the disk
-//     completes concurrent flushes together (on the development VM, 2
-//     concurrent fdatasyncs do 2.2 times the syncs per second of one), and
-//     because a batch must not wait for the previous batch's flush;
-//  4. release a batch's waiters when its own fdatasync succeeded and every
-//     earlier batch's waiters were released: acknowledgements stay in seq
-//     order;
-//  5. rotate if the segment is full, write a checkpoint if one is due
-//     (both first wait until every batch in flight is durable);
-//  6. when idle: heartbeat, age rotation, pending checkpoint, or — when
+//  3. one write(2), one fdatasync(2); then release every waiter;
+//  4. rotate if the segment is full, write a checkpoint if one is due;
+//  5. when idle: heartbeat, age rotation, pending checkpoint, or — when
 //     unhealthy — a recovery attempt.
 //
-// Each syncer has its own descriptor of the segment. Linux reports a
-// writeback error once per open file description (errseq), so with a
-// shared descriptor a concurrent fdatasync could consume the error of
-// another batch's pages and that batch would be acknowledged although
-// lost; with one descriptor per syncer every fdatasync reports every
-// writeback error that happened since that descriptor's previous one.
-//
 // A failed write or sync is never retried on the same file: the segment is
-// abandoned (closed, never written again), the failed batch, every batch
-// still in flight and everything queued get ErrUnavailable, new Appends
-// fail at once, and every RetryInterval the writer tries to open a new
-// segment. The tree and seq roll back to the last durable record, so the
-// failed batches' records, whatever part of them reached the file, are
-// not in the log: their seqs are reused in the new segment, whose first
-// record ("recover") names the abandoned segment and how many of its bytes
-// are the log (valid_bytes, the durable size). Verify reads an abandoned
-// segment up to valid_bytes and reports the rest as ignored.
+// abandoned (closed, never written again), the batch's waiters and
+// everything queued get ErrUnavailable, new Appends fail at once, and every
+// RetryInterval the writer tries to open a new segment. The tree and seq
+// roll back to the last durable record, so the failed batch's records,
+// whatever part of them reached the file, are not in the log: their seqs
+// are reused in the new segment, whose first record ("recover") names the
+// abandoned segment and how many of its bytes are the log (valid_bytes,
+// the durable size). Verify reads an abandoned segment up to valid_bytes
+// and reports the rest as ignored.
 
 type writer struct {
 	seg          *segment // nil while unhealthy
@@ -63,9 +46,7 @@ type writer struct {
 	buf          []byte // the batch being written
 	ts           []byte // the batch's formatted time
 	spare        []*request
-	own          request     // the writer's own records
-	inflight     []*inflight // written, not yet acknowledged; oldest first
-	freeInflight []*inflight
+	own          request // the writer's own records
 	digest       hash.Hash
 	zero         [1]byte
 	sum          [sha256Size]byte
@@ -88,27 +69,6 @@ type segment struct {
 	records uint64 // durable records
 	nonce   [8]byte
 	opened  time.Time
-
-	end        int64  // bytes written, durable or not (>= size)
-	endRecords uint64 // records written
-	syncFiles  []File // the syncers' descriptors of f's file
-	freeSync   []File // of syncFiles, those not syncing now
-}
-
-// inflight is a written batch waiting for its fdatasync.
-type inflight struct {
-	batch   []*request
-	seg     *segment
-	before  frontier // the tree without this batch: a fault rolls back to it
-	size    int64    // seg's durable bytes and records once it is synced
-	records uint64
-	nrec    int
-	nbytes  int
-	start   time.Time // before the write
-	f       File      // the descriptor syncing it
-	synced  bool
-	syncDur time.Duration
-	err     error
 }
 
 // recoveryInfo is what the "recover" record will say.
@@ -121,56 +81,36 @@ type recoveryInfo struct {
 
 func (w *writer) closeSegment() {
 	if w.seg != nil {
-		w.seg.close()
+		w.seg.f.Close()
+		w.seg.chk.Close()
 		w.seg = nil
 	}
-}
-
-// close closes every descriptor of the segment's files.
-func (seg *segment) close() {
-	seg.f.Close()
-	seg.chk.Close()
-	for _, f := range seg.syncFiles {
-		f.Close()
-	}
-	seg.syncFiles, seg.freeSync = nil, nil
 }
 
 // run is the writer goroutine.
 func (l *Log) run() {
 	defer close(l.done)
-	defer close(l.syncJobs) // after shutdown: nothing is in flight
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	closing := l.closing
 	for {
-		l.reapSynced()
-		if len(l.w.inflight) < l.cfg.SyncConcurrency {
-			batch, closed := l.take()
-			if len(batch) > 0 {
-				l.commitRequests(batch)
-				clear(batch)
-				l.w.spare = batch[:0]
-				l.afterBatch()
-				continue
-			}
-			if closed {
-				l.drain()
-				l.doneErr = l.shutdown()
-				return
-			}
+		batch, closing := l.take()
+		if len(batch) > 0 {
+			l.commitRequests(batch)
+			clear(batch)
+			l.w.spare = batch[:0]
+			l.afterBatch()
+			continue
 		}
-		if len(l.w.inflight) == 0 {
-			l.tick()
-			timer.Reset(l.nextDeadline())
+		if closing {
+			l.doneErr = l.shutdown()
+			return
 		}
+		l.tick()
+		timer.Reset(l.nextDeadline())
 		select {
 		case <-l.wake:
-		case ib := <-l.synced:
-			l.synced1(ib)
 		case <-timer.C:
-		case <-closing:
-			closing = nil // closed for good: take reports it from now on
+		case <-l.closing:
 		}
 	}
 }
@@ -201,7 +141,7 @@ func (l *Log) commitRequests(batch []*request) {
 		}
 		return
 	}
-	l.write(batch)
+	l.commit(batch)
 }
 
 // unhealthyErr is the fault that made the log unhealthy.
@@ -214,10 +154,8 @@ func (l *Log) unhealthyErr() error {
 	return fmt.Errorf("%w: no open segment", ErrUnavailable)
 }
 
-// commitOwn writes the log's own records as one batch and waits until they
-// and everything before them are durable.
+// commitOwn writes the log's own records as one batch.
 func (l *Log) commitOwn(recs ...*Record) error {
-	l.drain()
 	r := &l.w.own
 	r.buf, r.ends, r.err = r.buf[:0], r.ends[:0], nil
 	for _, rec := range recs {
@@ -227,29 +165,18 @@ func (l *Log) commitOwn(recs ...*Record) error {
 		r.buf = appendTail(r.buf, rec, l.node, l.mac)
 		r.ends = append(r.ends, len(r.buf))
 	}
-	if err := l.write([]*request{r}); err != nil {
-		return err
-	}
-	l.drain()
-	return r.err
+	return l.commit([]*request{r})
 }
 
-// write sequences one batch, writes it and hands it to a syncer. On
-// failure it faults the log, which fails the batch.
-func (l *Log) write(batch []*request) error {
+// commit sequences, writes and syncs one batch, then releases its waiters.
+// On failure it rolls the tree back, faults the log and fails the batch.
+func (l *Log) commit(batch []*request) error {
 	w := &l.w
 	seg := w.seg
 	if seg == nil {
-		err := fmt.Errorf("%w: no open segment", ErrUnavailable)
-		for _, r := range batch {
-			r.err = err
-		}
-		return err
+		return fmt.Errorf("%w: no open segment", ErrUnavailable)
 	}
-	ib := w.newInflight()
-	ib.batch = append(ib.batch[:0], batch...)
-	ib.seg = seg
-	ib.before = w.tree
+	saved := w.tree
 	now := l.now().UTC()
 	if now.Before(w.lastTime) {
 		// A wall clock step backwards: keep time monotonic in seq order, so
@@ -275,132 +202,48 @@ func (l *Log) write(batch []*request) error {
 		}
 	}
 	w.buf = buf
-	// In flight from here on: a fault fails it with the others.
-	w.inflight = append(w.inflight, ib)
-	ib.start = time.Now()
-	n, err := seg.f.WriteAt(buf, seg.end)
+
+	t0 := time.Now()
+	n, err := seg.f.WriteAt(buf, seg.size)
 	if err == nil && n != len(buf) {
 		err = io.ErrShortWrite
 	}
+	var syncDur time.Duration
 	if err == nil {
-		ib.f, err = l.syncFile(seg)
+		t1 := time.Now()
+		err = seg.f.Sync()
+		syncDur = time.Since(t1)
 	}
 	if err != nil {
-		ib.synced = true // nothing to wait for
-		return l.fault(fmt.Errorf("segment %s: %w", seg.name, err))
+		w.tree = saved
+		err = l.fault(fmt.Errorf("segment %s: %w", seg.name, err))
+		for _, r := range batch {
+			r.err = err
+			if r.done != nil {
+				r.done <- struct{}{}
+			}
+		}
+		return err
 	}
-	seg.end += int64(len(buf))
-	seg.endRecords += uint64(records)
-	ib.size, ib.records = seg.end, seg.endRecords
-	ib.nrec, ib.nbytes = records, len(buf)
+	total := time.Since(t0)
+	seg.size += int64(len(buf))
+	seg.records += uint64(records)
 	w.lastTime = now
 	w.lastActivity = now
-	l.syncJobs <- ib // never blocks: at most SyncConcurrency in flight
-	return nil
-}
-
-// syncFile returns a descriptor of seg's file that no syncer is using,
-// opening one if needed (each syncer's own: see the comment at the top).
-func (l *Log) syncFile(seg *segment) (File, error) {
-	if n := len(seg.freeSync); n > 0 {
-		f := seg.freeSync[n-1]
-		seg.freeSync = seg.freeSync[:n-1]
-		return f, nil
-	}
-	f, err := l.openFile(filepath.Join(l.cfg.Dir, seg.name), os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	seg.syncFiles = append(seg.syncFiles, f)
-	return f, nil
-}
-
-func (w *writer) newInflight() *inflight {
-	if n := len(w.freeInflight); n > 0 {
-		ib := w.freeInflight[n-1]
-		w.freeInflight = w.freeInflight[:n-1]
-		return ib
-	}
-	return &inflight{}
-}
-
-func (w *writer) recycle(ib *inflight) {
-	clear(ib.batch)
-	batch := ib.batch[:0]
-	*ib = inflight{batch: batch}
-	w.freeInflight = append(w.freeInflight, ib)
-}
-
-// runSyncer is a syncer goroutine: it syncs what the writer hands it and
-// hands it back.
-func (l *Log) runSyncer() {
-	for ib := range l.syncJobs {
-		t := time.Now()
-		ib.err = ib.f.Sync()
-		ib.syncDur = time.Since(t)
-		l.synced <- ib // never blocks: the channel holds every batch in flight
-	}
-}
-
-// reapSynced takes the syncs that have finished, without waiting.
-func (l *Log) reapSynced() {
-	for {
-		select {
-		case ib := <-l.synced:
-			l.synced1(ib)
-		default:
-			return
-		}
-	}
-}
-
-// drain waits until nothing is in flight: every batch acknowledged, or
-// failed by a fault.
-func (l *Log) drain() {
-	for len(l.w.inflight) > 0 {
-		l.synced1(<-l.synced)
-	}
-}
-
-// synced1 takes one finished sync: a failure faults the log; a success
-// releases, in order, every batch whose sync has succeeded.
-func (l *Log) synced1(ib *inflight) {
-	w := &l.w
-	ib.synced = true
-	if ib.err != nil {
-		l.fault(fmt.Errorf("segment %s: %w", ib.seg.name, ib.err))
-		return
-	}
-	ib.seg.freeSync = append(ib.seg.freeSync, ib.f)
-	for len(w.inflight) > 0 && w.inflight[0].synced {
-		head := w.inflight[0]
-		w.inflight = w.inflight[1:]
-		l.ack(head)
-	}
-	if len(w.inflight) == 0 {
-		w.inflight = w.inflight[:0:cap(w.inflight)]
-	}
-}
-
-// ack makes one durable batch the segment's durable end and releases its
-// waiters.
-func (l *Log) ack(ib *inflight) {
-	seg := ib.seg
-	seg.size, seg.records = ib.size, ib.records
 	l.mu.Lock()
-	l.stats.Records += uint64(ib.nrec)
+	l.stats.Records += uint64(records)
 	l.stats.Batches++
-	l.stats.TreeSize = ib.before.n + uint64(ib.nrec)
+	l.stats.TreeSize = w.tree.n
 	l.mu.Unlock()
-	for _, r := range ib.batch {
+	for _, r := range batch {
 		if r.done != nil {
 			r.done <- struct{}{}
 		}
 	}
 	if l.opts.OnBatch != nil {
-		l.opts.OnBatch(BatchInfo{Records: ib.nrec, Bytes: ib.nbytes, Sync: ib.syncDur, Duration: time.Since(ib.start)})
+		l.opts.OnBatch(BatchInfo{Records: records, Bytes: len(buf), Sync: syncDur, Duration: total})
 	}
-	l.w.recycle(ib)
+	return nil
 }
 
 // leafHash is tlog.RecordHash(line) without its allocation.
@@ -421,24 +264,12 @@ func (l *Log) afterBatch() {
 		return
 	}
 	now := l.now()
-	rotate := ""
 	switch {
-	case w.seg.end >= l.cfg.SegmentMaxBytes:
-		rotate = "size"
+	case w.seg.size >= l.cfg.SegmentMaxBytes:
+		l.rotate("size")
 	case now.Sub(w.seg.opened) >= l.cfg.SegmentMaxAge:
-		rotate = "age"
+		l.rotate("age")
 	case w.tree.n > w.cpSize && now.Sub(w.cpAt) >= l.cfg.CheckpointInterval:
-	default:
-		return
-	}
-	// A checkpoint signs the tree and a segment is sealed only when
-	// everything written is durable.
-	l.drain()
-	switch {
-	case w.seg == nil: // the drain faulted
-	case rotate != "":
-		l.rotate(rotate)
-	default:
 		l.checkpoint()
 	}
 }
@@ -495,7 +326,6 @@ func (l *Log) nextDeadline() time.Duration {
 // checkpoints file.
 func (l *Log) checkpoint() error {
 	w := &l.w
-	l.drain() // a checkpoint signs durable records only
 	seg := w.seg
 	if seg == nil {
 		return fmt.Errorf("%w: no open segment", ErrUnavailable)
@@ -581,9 +411,6 @@ func (l *Log) rotate(reason string) error {
 }
 
 func (l *Log) setSegment(seg *segment) {
-	if seg != nil {
-		seg.end, seg.endRecords = seg.size, seg.records
-	}
 	l.w.seg = seg
 	l.mu.Lock()
 	l.stats.Segment = ""
@@ -660,22 +487,9 @@ func errOr(err, alt error) error {
 // is scheduled. It returns the error Appends now get.
 func (l *Log) fault(cause error) error {
 	w := &l.w
-	err := fmt.Errorf("%w: %w", ErrUnavailable, cause)
-	// Every batch in flight fails, durable or not: wait for their syncs
-	// (the descriptors are closed next), then roll the tree back to the
-	// last acknowledged record.
-	failed := w.inflight
-	w.inflight = nil
-	for _, ib := range failed {
-		for !ib.synced {
-			(<-l.synced).synced = true
-		}
-	}
-	if len(failed) > 0 {
-		w.tree = failed[0].before
-	}
 	if seg := w.seg; seg != nil {
-		seg.close()
+		seg.f.Close()
+		seg.chk.Close()
 		if seg.records > 0 {
 			w.recovery = &recoveryInfo{abandoned: seg.name, validBytes: seg.size, records: seg.records}
 			w.cleanup = nil
@@ -695,6 +509,7 @@ func (l *Log) fault(cause error) error {
 		w.recovery.reason = cause.Error()
 	}
 	w.nextProbe = l.now().Add(l.opts.RetryInterval)
+	err := fmt.Errorf("%w: %w", ErrUnavailable, cause)
 
 	l.mu.Lock()
 	first := l.err == nil
@@ -708,15 +523,6 @@ func (l *Log) fault(cause error) error {
 		l.space = nil
 	}
 	l.mu.Unlock()
-	for _, ib := range failed {
-		for _, r := range ib.batch {
-			r.err = err
-			if r.done != nil {
-				r.done <- struct{}{}
-			}
-		}
-		w.recycle(ib)
-	}
 	for _, r := range queued {
 		r.err = err
 		r.done <- struct{}{}
