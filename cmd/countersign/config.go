@@ -43,6 +43,7 @@ type Config struct {
 	Audit       AuditConfig              `yaml:"audit"`
 	Keys        KeysConfig               `yaml:"keys"`
 	Limits      LimitsConfig             `yaml:"limits"`
+	Runtime     RuntimeConfig            `yaml:"runtime"`
 }
 
 // AuditConfig is the audit log (audit.Config, inline) plus the upload of
@@ -116,6 +117,9 @@ func applyEnv(cfg *Config) {
 
 // validate checks what the packages do not check themselves, naming keys.
 func (c *Config) validate(dev bool) error {
+	if err := c.Runtime.validate(); err != nil {
+		return err
+	}
 	if c.Listen == "" {
 		return fmt.Errorf("config: listen is required (e.g. 127.0.0.1:8181)")
 	}

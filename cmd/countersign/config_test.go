@@ -1,8 +1,10 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,31 @@ func TestServeRequiresAudit(t *testing.T) {
 	err := cfg.validate(false)
 	if err == nil || !strings.Contains(err.Error(), "audit.dir") {
 		t.Fatalf("validate without audit: %v", err)
+	}
+}
+
+func TestRuntimeConfig(t *testing.T) {
+	for _, c := range []RuntimeConfig{{GCPercent: -1}, {MemoryLimitBytes: -5}} {
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), "runtime.") {
+			t.Errorf("%+v: error %v does not name the key", c, err)
+		}
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	RuntimeConfig{MemoryLimitBytes: 1 << 30}.apply(slog.New(slog.DiscardHandler))
+	if got := debug.SetGCPercent(100); got != DefaultGCPercent {
+		t.Errorf("gc percent %d, want the default %d", got, DefaultGCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("memory limit %d, want 1 GiB", got)
+	}
+	// The environment wins.
+	t.Setenv("GOGC", "50")
+	debug.SetGCPercent(50)
+	RuntimeConfig{GCPercent: 300}.apply(slog.New(slog.DiscardHandler))
+	if got := debug.SetGCPercent(100); got != 50 {
+		t.Errorf("gc percent %d with GOGC=50 set, want 50", got)
 	}
 }

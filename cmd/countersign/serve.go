@@ -68,6 +68,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1
 	}
+	cfg.Runtime.apply(log)
 	srv, closeStages, err := buildServer(ctx, cfg, *dev, *canned, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "countersign:", err)
