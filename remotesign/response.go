@@ -3,6 +3,8 @@ package remotesign
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/internal/swar"
 )
 
 // AppendResult appends a RemoteSignResult, {"uri":...,"headers":{...}}, to
@@ -66,7 +68,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0 // s[start:i] is pending, to be copied as one run
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
-			if x := load64(s, i); less(x, 0x20)|equal(x, '"')|equal(x, '\\')|x&msb == 0 {
+			if x := swar.Load64(s, i); swar.Less(x, 0x20)|swar.Equal(x, '"')|swar.Equal(x, '\\')|x&swar.MSB == 0 {
 				i += 8
 				continue
 			}
