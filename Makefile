@@ -7,15 +7,18 @@ test: check unit e2e manifests conformance
 
 # Static checks: gofmt over every module; go vet and staticcheck (pinned in
 # its own tools module, tools/staticcheck, so it cannot move versitygw's
-# dependencies) over the service and the end-to-end module; then a short
-# run of every fuzz target.
+# dependencies) over the service, the end-to-end module and the test
+# support module e2e and conformance share; then a short run of every fuzz
+# target.
 STATICCHECK = $(GO) tool -modfile=$(CURDIR)/tools/staticcheck/go.mod staticcheck
 check:
 	@out="$$(gofmt -l . )"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd e2e && $(GO) vet ./...
+	cd testsupport && $(GO) vet ./...
 	$(STATICCHECK) ./...
 	cd e2e && $(STATICCHECK) ./...
+	cd testsupport && $(STATICCHECK) ./...
 	$(MAKE) fuzz-short
 
 # Every fuzz target of the service module (found by name, so new ones are

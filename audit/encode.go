@@ -5,13 +5,16 @@ import (
 	"encoding/hex"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/countersign/countersign/internal/jsonstr"
 )
 
 // The encoder appends records as JSON by hand: field order is fixed by the
 // schema (the tree hashes the exact bytes, so one record has exactly one
 // encoding), and it runs once per object on the signing path, where
-// encoding/json costs ~6x the time and allocates (DESIGN §9).
+// encoding/json costs ~6x the time and allocates (DESIGN §9). Strings are
+// escaped by internal/jsonstr (shared with remotesign's responses); its
+// rules are part of the record format, pinned by golden_test.go.
 //
 // A record is encoded in two parts. The tail (from "node" to the closing
 // brace) is encoded by the caller's goroutine in Append, in parallel; the
@@ -27,7 +30,7 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, r.Seq, 10)
 	dst = append(dst, `,"id":`...)
-	dst = appendString(dst, r.ID)
+	dst = jsonstr.Append(dst, r.ID)
 	dst = append(dst, `,"time":"`...)
 	dst = r.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `",`...)
@@ -65,33 +68,33 @@ func appendID(dst []byte, nonce *[8]byte, seq uint64) []byte {
 // with nil, TokenHMAC is written as set.
 func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 	dst = append(dst, `"node":`...)
-	dst = appendString(dst, node)
+	dst = jsonstr.Append(dst, node)
 	dst = append(dst, `,"kind":`...)
-	dst = appendString(dst, string(r.Kind))
+	dst = jsonstr.Append(dst, string(r.Kind))
 	if r.Kind == KindLifecycle {
 		dst = append(dst, `,"event":`...)
-		dst = appendString(dst, string(r.Event))
+		dst = jsonstr.Append(dst, string(r.Event))
 		dst = append(dst, `,"detail":`...)
 		dst = appendDetail(dst, r.Detail)
 		return append(dst, '}')
 	}
 	dst = append(dst, `,"source_ip":`...)
-	dst = appendString(dst, r.SourceIP)
+	dst = jsonstr.Append(dst, r.SourceIP)
 	dst = append(dst, `,"request_id":`...)
-	dst = appendString(dst, r.RequestID)
+	dst = jsonstr.Append(dst, r.RequestID)
 	if p := r.Principal; p != nil {
 		dst = append(dst, `,"principal":{"issuer":`...)
-		dst = appendString(dst, p.Issuer)
+		dst = jsonstr.Append(dst, p.Issuer)
 		dst = append(dst, `,"id":`...)
-		dst = appendString(dst, p.ID)
+		dst = jsonstr.Append(dst, p.ID)
 		dst = append(dst, `,"groups":`...)
 		dst = appendStrings(dst, p.Groups)
 		dst = append(dst, `,"jti":`...)
-		dst = appendString(dst, p.JTI)
+		dst = jsonstr.Append(dst, p.JTI)
 		dst = append(dst, `,"token_hmac":"`...)
 		switch {
 		case mac == nil:
-			dst = appendStringBody(dst, p.TokenHMAC)
+			dst = jsonstr.AppendBody(dst, p.TokenHMAC)
 		case p.TokenSHA256 != [32]byte{}:
 			sum := mac.sum(&p.TokenSHA256)
 			dst = hex.AppendEncode(dst, sum[:])
@@ -99,57 +102,57 @@ func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 		dst = append(dst, `"}`...)
 	}
 	dst = append(dst, `,"operation":`...)
-	dst = appendString(dst, r.Operation)
+	dst = jsonstr.Append(dst, r.Operation)
 	dst = append(dst, `,"action":`...)
-	dst = appendString(dst, r.Action)
+	dst = jsonstr.Append(dst, r.Action)
 	dst = append(dst, `,"access":`...)
-	dst = appendString(dst, r.Access)
+	dst = jsonstr.Append(dst, r.Access)
 	dst = append(dst, `,"bucket":`...)
-	dst = appendString(dst, r.Bucket)
+	dst = jsonstr.Append(dst, r.Bucket)
 	dst = append(dst, `,"key":`...)
-	dst = appendString(dst, r.Key)
+	dst = jsonstr.Append(dst, r.Key)
 	if r.Prefix != nil {
 		dst = append(dst, `,"prefix":`...)
-		dst = appendString(dst, *r.Prefix)
+		dst = jsonstr.Append(dst, *r.Prefix)
 	}
 	dst = append(dst, `,"region":`...)
-	dst = appendString(dst, r.Region)
+	dst = jsonstr.Append(dst, r.Region)
 	if t := r.Table; t != nil {
 		dst = append(dst, `,"table":{"prefix":`...)
-		dst = appendString(dst, t.Prefix)
+		dst = jsonstr.Append(dst, t.Prefix)
 		dst = append(dst, `,"namespace":`...)
 		dst = appendStrings(dst, t.Namespace)
 		dst = append(dst, `,"name":`...)
-		dst = appendString(dst, t.Name)
+		dst = jsonstr.Append(dst, t.Name)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `,"role":`...)
-	dst = appendString(dst, string(r.Role))
+	dst = jsonstr.Append(dst, string(r.Role))
 	dst = append(dst, `,"decision":`...)
-	dst = appendString(dst, string(r.Decision))
+	dst = jsonstr.Append(dst, string(r.Decision))
 	dst = append(dst, `,"reason":`...)
-	dst = appendString(dst, r.Reason)
+	dst = jsonstr.Append(dst, r.Reason)
 	dst = append(dst, `,"status":`...)
 	dst = strconv.AppendInt(dst, int64(r.Status), 10)
 	dst = append(dst, `,"policy_revision":`...)
-	dst = appendString(dst, r.PolicyRevision)
+	dst = jsonstr.Append(dst, r.PolicyRevision)
 	dst = append(dst, `,"eval_us":`...)
 	dst = strconv.AppendInt(dst, r.EvalMicros, 10)
 	if s := r.Signing; s != nil {
 		dst = append(dst, `,"signing":{"access_key_id":`...)
-		dst = appendString(dst, s.AccessKeyID)
+		dst = jsonstr.Append(dst, s.AccessKeyID)
 		dst = append(dst, `,"scope":`...)
-		dst = appendString(dst, s.Scope)
+		dst = jsonstr.Append(dst, s.Scope)
 		dst = append(dst, `,"amz_date":`...)
-		dst = appendString(dst, s.AmzDate)
+		dst = jsonstr.Append(dst, s.AmzDate)
 		dst = append(dst, `,"signed_headers":`...)
 		dst = appendStrings(dst, s.SignedHeaders)
 		dst = append(dst, `,"payload":`...)
-		dst = appendString(dst, s.Payload)
+		dst = jsonstr.Append(dst, s.Payload)
 		dst = append(dst, `,"canonical_request_sha256":`...)
-		dst = appendString(dst, s.CanonicalRequestSHA256)
+		dst = jsonstr.Append(dst, s.CanonicalRequestSHA256)
 		dst = append(dst, `,"signature_sha256":`...)
-		dst = appendString(dst, s.SignatureSHA256)
+		dst = jsonstr.Append(dst, s.SignatureSHA256)
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
@@ -161,7 +164,7 @@ func appendStrings(dst []byte, ss []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, s)
+		dst = jsonstr.Append(dst, s)
 	}
 	return append(dst, ']')
 }
@@ -179,69 +182,11 @@ func appendDetail(dst []byte, m map[string]string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = jsonstr.Append(dst, k)
 		dst = append(dst, ':')
-		dst = appendString(dst, m[k])
+		dst = jsonstr.Append(dst, m[k])
 	}
 	return append(dst, '}')
-}
-
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	dst = appendStringBody(dst, s)
-	return append(dst, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendStringBody escapes s as encoding/json does, minus HTML escaping:
-// control characters, quote and backslash escaped; invalid UTF-8 replaced
-// by U+FFFD (so every line is valid UTF-8 and decodes); U+2028 and U+2029
-// escaped so a line can be pasted into JavaScript.
-func appendStringBody(dst []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
 }
 
 // sortStrings is an insertion sort: detail maps are small, and this keeps

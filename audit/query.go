@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/internal/jsonstr"
 )
 
 // Filter selects records; every set field must match. The zero Filter
@@ -98,24 +100,24 @@ func Query(ctx context.Context, fsys fs.FS, f Filter, fn func(rec *Record, line 
 func (f *Filter) needles() [][]byte {
 	var out [][]byte
 	if f.Principal != "" {
-		b := append([]byte(`,"id":`), appendString(nil, f.Principal)...)
+		b := append([]byte(`,"id":`), jsonstr.Append(nil, f.Principal)...)
 		out = append(out, append(b, `,"groups":`...))
 	}
 	if f.Bucket != "" {
-		b := append([]byte(`,"bucket":`), appendString(nil, f.Bucket)...)
+		b := append([]byte(`,"bucket":`), jsonstr.Append(nil, f.Bucket)...)
 		out = append(out, append(b, ','))
 	}
 	if f.Key != "" {
-		b := append([]byte(`,"key":`), appendString(nil, f.Key)...)
+		b := append([]byte(`,"key":`), jsonstr.Append(nil, f.Key)...)
 		out = append(out, append(b, ','))
 	} else if f.KeyPrefix != "" {
-		out = append(out, appendStringBody([]byte(`,"key":"`), f.KeyPrefix))
+		out = append(out, jsonstr.AppendBody([]byte(`,"key":"`), f.KeyPrefix))
 	}
 	if f.Decision != "" {
-		out = append(out, appendString([]byte(`,"decision":`), string(f.Decision)))
+		out = append(out, jsonstr.Append([]byte(`,"decision":`), string(f.Decision)))
 	}
 	if f.Kind != "" {
-		out = append(out, appendString([]byte(`,"kind":`), string(f.Kind)))
+		out = append(out, jsonstr.Append([]byte(`,"kind":`), string(f.Kind)))
 	}
 	return out
 }

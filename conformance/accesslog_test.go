@@ -167,7 +167,7 @@ func signerEnv() []string {
 func (s *s3Server) directClient(accessKey, secretKey string) *s3.Client {
 	return s3.New(s3.Options{
 		Region:       testRegion,
-		BaseEndpoint: aws.String(fmt.Sprintf("http://127.0.0.1:%d", s.port)),
+		BaseEndpoint: aws.String(fmt.Sprintf("http://127.0.0.1:%d", s.Port)),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""),
 	})
@@ -341,7 +341,7 @@ type auditRecord struct {
 // stderr and exit code.
 func runCountersignCLI(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(countersignBin, args...)
+	cmd := exec.Command(servers.CountersignBin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -696,8 +696,8 @@ func TestAccessLogCompleteness(t *testing.T) {
 	const zone = "America/St_Johns"
 	t.Setenv("TZ", zone)
 	gw := startS3WithAccessLog(t)
-	gw.createBucket(t, "lake")
-	config, audit := baseConfigWithAudit(t, gw.port, "")
+	gw.CreateBucket(t, "lake")
+	config, audit := baseConfigWithAudit(t, gw.Port, "")
 	cs := startCountersign(t, config, signerEnv()...)
 
 	t.Run("iceberg-go", func(t *testing.T) { icebergAccessLogWorkload(t, ctx, gw.s3Server, cs) })
@@ -710,7 +710,7 @@ func TestAccessLogCompleteness(t *testing.T) {
 
 	// Stop countersign (seal, final checkpoint) and verify the audit log.
 	cs.stop()
-	out, code := verifyAudit(t, audit.dir, audit.verifierKeyFile)
+	out, code := verifyAudit(t, audit.Dir, audit.VerifierKeyFile)
 	if code != 0 || !strings.HasPrefix(out, "ok: countersign/conformance: records 0..") {
 		t.Fatalf("countersign audit verify: exit %d\n%s", code, out)
 	}
@@ -722,7 +722,7 @@ func TestAccessLogCompleteness(t *testing.T) {
 			t.Fatalf("versitygw logged %v, not in %s", served[0].Time, zone)
 		}
 	}
-	signed := readSigned(t, audit.dir)
+	signed := readSigned(t, audit.Dir)
 	opts := completenessOptions{Excluded: []string{testAccessKey}}
 	rep := checkCompleteness(served, signed, opts)
 	if !rep.OK() {
@@ -752,7 +752,7 @@ func TestAccessLogCompleteness(t *testing.T) {
 				continue
 			}
 			seen[s.Operation] = true
-			tampered := copyAuditDir(t, audit.dir, s.Seqs)
+			tampered := copyAuditDir(t, audit.Dir, s.Seqs)
 			rep := checkCompleteness(served, readSigned(t, tampered), opts)
 			if rep.OK() || len(rep.Unrecorded) != 1 || len(rep.Unserved) != 0 || len(rep.Invalid) != 0 {
 				t.Fatalf("without the record(s) of %s the check reported:\n%s", s, rep)
@@ -760,7 +760,7 @@ func TestAccessLogCompleteness(t *testing.T) {
 			if e := rep.Unrecorded[0].Entry; e.Operation() != s.Operation || e.Bucket != s.Bucket || e.Key != s.Key {
 				t.Fatalf("without the record(s) of %s the check named %s", s, e)
 			}
-			if out, code := verifyAudit(t, tampered, audit.verifierKeyFile); code != 1 || !strings.Contains(out, "FAIL") {
+			if out, code := verifyAudit(t, tampered, audit.VerifierKeyFile); code != 1 || !strings.Contains(out, "FAIL") {
 				t.Fatalf("countersign audit verify accepted a log without seq %v: exit %d\n%s", s.Seqs, code, out)
 			}
 			t.Logf("record(s) %v of %s removed: %s", s.Seqs, s.Operation, rep.Unrecorded[0].Entry)
@@ -856,7 +856,7 @@ func icebergAccessLogWorkload(t *testing.T, ctx context.Context, srv *s3Server, 
 		t.Fatalf("filtered scan: %d rows", len(ids))
 	}
 
-	reader := icebergCatalog(t, dbPath, srv, cs, mintToken("lake-reader", []string{"lakehouse-readers"}, nil))
+	reader := icebergCatalog(t, dbPath, srv, cs, testIdP.Mint("lake-reader", []string{"lakehouse-readers"}, nil))
 	rtbl, err := reader.LoadTable(ctx, eventsIdent)
 	if err != nil {
 		t.Fatalf("load as reader: %v", err)
@@ -954,9 +954,9 @@ func TestAccessLogUnsentAndReplayed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	gw := startS3WithAccessLog(t)
-	gw.createBucket(t, "lake")
+	gw.CreateBucket(t, "lake")
 	gw.adminPut(t, "lake", "wh/t/data/a.parquet", []byte("PAR1 a PAR1"))
-	config, audit := baseConfigWithAudit(t, gw.port, "")
+	config, audit := baseConfigWithAudit(t, gw.Port, "")
 	cs := startCountersign(t, config, signerEnv()...)
 
 	// Served once each.
@@ -1007,11 +1007,11 @@ func TestAccessLogUnsentAndReplayed(t *testing.T) {
 	replayedSig := signatureDigest(t, replayRec.Exchanges())
 
 	cs.stop()
-	if out, code := verifyAudit(t, audit.dir, audit.verifierKeyFile); code != 0 {
+	if out, code := verifyAudit(t, audit.Dir, audit.VerifierKeyFile); code != 0 {
 		t.Fatalf("countersign audit verify: exit %d\n%s", code, out)
 	}
 	served := readServed(t, gw.logPath)
-	signed := readSigned(t, audit.dir)
+	signed := readSigned(t, audit.Dir)
 	rep := checkCompleteness(served, signed, completenessOptions{Excluded: []string{testAccessKey}})
 	t.Logf("check:\n%s", rep)
 	if len(rep.Unserved) != 1 || rep.Unserved[0].Signature != unsentSig || rep.Unserved[0].Operation != "GetObject" {

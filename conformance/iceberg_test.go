@@ -165,8 +165,8 @@ func TestIcebergGoEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	cs := startCountersign(t, baseConfig(t, srv.port, ""), secretEnv()...)
+	srv.CreateBucket(t, "lake")
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), secretEnv()...)
 	rec := registerSignedS3(srv)
 	// Every exchange is checked before a phase's record is dropped.
 	resetRec := func() {
@@ -248,7 +248,7 @@ func TestIcebergGoEndToEnd(t *testing.T) {
 	// database: it loads and scans, and its first write is refused by
 	// countersign with a 403 that reaches the caller.
 	t.Run("read-only principal", func(t *testing.T) {
-		reader := icebergCatalog(t, dbPath, srv, cs, mintToken("lake-reader", []string{"lakehouse-readers"}, nil))
+		reader := icebergCatalog(t, dbPath, srv, cs, testIdP.Mint("lake-reader", []string{"lakehouse-readers"}, nil))
 		rtbl, err := reader.LoadTable(ctx, eventsIdent)
 		if err != nil {
 			t.Fatalf("load as reader: %v", err)
@@ -330,8 +330,8 @@ func TestIcebergGoWrongSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	cs := startCountersign(t, baseConfig(t, srv.port, ""), wrongSecretEnv()...)
+	srv.CreateBucket(t, "lake")
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), wrongSecretEnv()...)
 	rec := registerSignedS3(srv)
 	cat := icebergCatalog(t, filepath.Join(t.TempDir(), "catalog.db"), srv, cs, defaultToken())
 	if err := cat.CreateNamespace(ctx, table.Identifier{"analytics"}, nil); err != nil {

@@ -25,6 +25,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/countersign/countersign/conformance/remotesigning"
+	"github.com/countersign/countersign/testsupport"
 )
 
 // javaClient is an aws-sdk-go-v2 S3 client set up the way Iceberg's
@@ -259,8 +260,8 @@ func TestJavaClientWorkload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	cs := startCountersign(t, baseConfig(t, srv.port, ""), secretEnv()...)
+	srv.CreateBucket(t, "lake")
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), secretEnv()...)
 	for _, tc := range []struct {
 		name          string
 		pathStyle     bool
@@ -309,17 +310,17 @@ func TestJavaClientSessionCredentials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	gw := startS3WithIAM(t)
-	gw.createBucket(t, "lake")
-	role := gw.createRole(t, "lake-data", []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
+	gw.CreateBucket(t, "lake")
+	role := gw.CreateRole(t, "lake-data", []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
 		"s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"}, "arn:aws:s3:::lake", "arn:aws:s3:::lake/*")
-	sess, err := gw.mintSession(role, "conformance-java", time.Hour)
+	sess, err := gw.MintSession(role, "conformance-java", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := gw.callerARN(t, sess), assumedRoleARN("lake-data", "conformance-java"); got != want {
+	if got, want := gw.CallerARN(t, sess), testsupport.AssumedRoleARN("lake-data", "conformance-java"); got != want {
 		t.Fatalf("versitygw STS says the session is %s, want %s", got, want)
 	}
-	cs := startCountersign(t, baseConfig(t, gw.port, ""),
+	cs := startCountersign(t, baseConfig(t, gw.Port, ""),
 		"COUNTERSIGN_ACCESS_KEY_ID="+sess.AccessKeyID,
 		"COUNTERSIGN_SECRET_ACCESS_KEY="+sess.SecretAccessKey,
 		"COUNTERSIGN_SESSION_TOKEN="+sess.SessionToken)
@@ -345,8 +346,8 @@ func TestJavaClientWrongSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	cs := startCountersign(t, baseConfig(t, srv.port, ""), wrongSecretEnv()...)
+	srv.CreateBucket(t, "lake")
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), wrongSecretEnv()...)
 	rec := &remotesigning.Recorder{}
 	c := javaClient(srv, newJavaSigner(t, cs, defaultToken(), rec, nil, nil), true)
 	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("wh/x.parquet"), Body: bytes.NewReader([]byte("PAR1"))})
@@ -369,10 +370,10 @@ func TestJavaClientCacheControl(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
+	srv.CreateBucket(t, "lake")
 	srv.adminPut(t, "lake", "wh/t/data/a.parquet", []byte("PAR1 a PAR1"))
 	srv.adminPut(t, "lake", "wh/t/data/b.parquet", []byte("PAR1 b PAR1"))
-	outsider := mintToken("mallory", nil, nil)
+	outsider := testIdP.Mint("mallory", nil, nil)
 
 	read := func(c *s3.Client, key, rng string) ([]byte, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String(key), Range: aws.String(rng)})
@@ -384,7 +385,7 @@ func TestJavaClientCacheControl(t *testing.T) {
 	}
 
 	t.Run("no-cache by default", func(t *testing.T) {
-		cs := startCountersign(t, baseConfig(t, srv.port, ""), secretEnv()...)
+		cs := startCountersign(t, baseConfig(t, srv.Port, ""), secretEnv()...)
 		jvm := remotesigning.NewCache()
 		rec := &remotesigning.Recorder{}
 		c := javaClient(srv, newJavaSigner(t, cs, defaultToken(), rec, jvm, nil), true)
@@ -408,7 +409,7 @@ func TestJavaClientCacheControl(t *testing.T) {
 	})
 
 	t.Run("private with cacheable_reads", func(t *testing.T) {
-		cs := startCountersign(t, baseConfig(t, srv.port, "cacheable_reads: true\n"), secretEnv()...)
+		cs := startCountersign(t, baseConfig(t, srv.Port, "cacheable_reads: true\n"), secretEnv()...)
 		jvm := remotesigning.NewCache()
 		rec := &remotesigning.Recorder{}
 		c := javaClient(srv, newJavaSigner(t, cs, defaultToken(), rec, jvm, nil), true)
@@ -523,9 +524,9 @@ func TestJavaClientRetries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
+	srv.CreateBucket(t, "lake")
 	srv.adminPut(t, "lake", "wh/t/f.parquet", []byte("PAR1"))
-	cs := startCountersign(t, baseConfig(t, srv.port, ""), secretEnv()...)
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), secretEnv()...)
 	proxy := startFaultProxy(t, cs.url)
 	viaProxy := &signerProc{url: proxy.url, log: cs.log}
 	rec := &remotesigning.Recorder{}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/testsupport"
 )
 
 // pythonForBotocore is the interpreter with Debian's python3-botocore:
@@ -90,7 +92,7 @@ func runPyIceberg(t *testing.T, srv *s3Server, cs *signerProc, token, prefix, mo
 		"AWS_CONFIG_FILE=" + empty, "AWS_SHARED_CREDENTIALS_FILE=" + empty,
 		"AWS_EC2_METADATA_DISABLED=true", "NO_PROXY=*", "no_proxy=*",
 	}
-	var stderr lockedBuffer
+	var stderr testsupport.LockedBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -109,8 +111,8 @@ func runPyIceberg(t *testing.T, srv *s3Server, cs *signerProc, token, prefix, mo
 // other than the client's (PyIceberg appends, iceberg-python#2422).
 func TestPyIcebergBotocore(t *testing.T) {
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	cs := startCountersign(t, baseConfig(t, srv.port, ""), secretEnv()...)
+	srv.CreateBucket(t, "lake")
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), secretEnv()...)
 	res := runPyIceberg(t, srv, cs, defaultToken(), "wh/py/", "workload")
 	t.Logf("botocore %s: %d sign requests, %d requests sent", res.Botocore, len(res.Observations), len(res.Sent))
 
@@ -211,10 +213,10 @@ func keys(m map[string]bool) []string {
 // write fail with versitygw's SignatureDoesNotMatch.
 func TestPyIcebergReadOnlyAndWrongSecret(t *testing.T) {
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
+	srv.CreateBucket(t, "lake")
 	srv.adminPut(t, "lake", "wh/py-ro/existing.parquet", []byte("PAR1"))
-	cs := startCountersign(t, baseConfig(t, srv.port, ""), secretEnv()...)
-	res := runPyIceberg(t, srv, cs, mintToken("lake-reader", []string{"lakehouse-readers"}, nil), "wh/py-ro/", "denied-write")
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), secretEnv()...)
+	res := runPyIceberg(t, srv, cs, testIdP.Mint("lake-reader", []string{"lakehouse-readers"}, nil), "wh/py-ro/", "denied-write")
 	if len(res.Results) != 2 {
 		t.Fatalf("results: %+v", res.Results)
 	}
@@ -228,7 +230,7 @@ func TestPyIcebergReadOnlyAndWrongSecret(t *testing.T) {
 		t.Fatal("a refused write reached the bucket")
 	}
 
-	bad := startCountersign(t, baseConfig(t, srv.port, ""), wrongSecretEnv()...)
+	bad := startCountersign(t, baseConfig(t, srv.Port, ""), wrongSecretEnv()...)
 	res = runPyIceberg(t, srv, bad, defaultToken(), "wh/py-bad/", "wrong-secret")
 	if put := res.Results[0]; put.OK || put.Code != "SignatureDoesNotMatch" {
 		t.Fatalf("PutObject signed with a wrong secret: %+v, want SignatureDoesNotMatch", put)

@@ -97,8 +97,8 @@ type advHarness struct {
 func newAdversarialHarness(t *testing.T) *advHarness {
 	t.Helper()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	srv.createBucket(t, "private")
+	srv.CreateBucket(t, "lake")
+	srv.CreateBucket(t, "private")
 	own, err := filepath.Abs("testdata/adversarial")
 	if err != nil {
 		t.Fatal(err)
@@ -107,14 +107,14 @@ func newAdversarialHarness(t *testing.T) *advHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := policyPathsRE.ReplaceAllLiteralString(baseConfig(t, srv.port),
+	cfg := policyPathsRE.ReplaceAllLiteralString(baseConfig(t, srv.Port),
 		"policy:\n  paths: ["+quote(own)+", "+quote(guard)+"]\n")
 	if !strings.Contains(cfg, guard) {
 		t.Fatalf("baseConfig has no policy.paths line to replace:\n%s", cfg)
 	}
 	cfg += "limits:\n  read_timeout: " + advReadTimeout.String() + "\n"
 	cs := startCountersign(t, cfg, secretEnv()...)
-	return &advHarness{s3: srv, cs: cs, token: mintToken("mallory", []string{"engineers"}, nil)}
+	return &advHarness{s3: srv, cs: cs, token: testIdP.Mint("mallory", []string{"engineers"}, nil)}
 }
 
 // post sends one sign request with exactly the given Authorization header.
@@ -190,7 +190,7 @@ func assertNotSigned(t *testing.T, r advResult) {
 
 func TestAdversarial(t *testing.T) {
 	h := newAdversarialHarness(t)
-	port := h.s3.port
+	port := h.s3.Port
 	P := fmt.Sprintf("http://localhost:%d", port)  // path-style, host name
 	IP := fmt.Sprintf("http://127.0.0.1:%d", port) // path-style only, IP literal
 	V := func(bucket string) string { return fmt.Sprintf("http://%s.localhost:%d", bucket, port) }
@@ -697,7 +697,7 @@ func transportCases(h *advHarness) []advCase {
 		return advResult{status: resp.StatusCode, header: resp.Header, body: body}
 	}
 	token := h.token
-	sign := `{"region":"us-east-1","uri":"` + fmt.Sprintf("http://localhost:%d/lake/wh/x", h.s3.port) + `","method":"GET","headers":{}}`
+	sign := `{"region":"us-east-1","uri":"` + fmt.Sprintf("http://localhost:%d/lake/wh/x", h.s3.Port) + `","method":"GET","headers":{}}`
 	stalled := func(t *testing.T) advResult {
 		start := time.Now()
 		r := rawExchange(t, func(c net.Conn) error {
@@ -816,7 +816,7 @@ func hs256(secret []byte) func([]byte) []byte {
 func jwtCases(P string) []advCase {
 	obj := P + "/lake/wh/x"
 	hdr := func(alg string) map[string]any { return map[string]any{"alg": alg, "typ": "JWT", "kid": testKID} }
-	idp := idpKey()
+	idp := testIdP.Key()
 	valid := forge(hdr("RS256"), stdClaims(nil), rs256(idp))
 	parts := strings.Split(valid, ".")
 

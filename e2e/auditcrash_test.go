@@ -23,8 +23,8 @@ var signatureRE = regexp.MustCompile(`Signature=([0-9a-f]{64})`)
 func TestAuditSurvivesKill9(t *testing.T) {
 	srv := startS3(t)
 	ad := newAuditDir(t)
-	cs := startCountersign(t, baseConfigAudit(t, srv.port, ad), secretEnv()...)
-	p := styles(srv.port)[0]
+	cs := startCountersign(t, baseConfigAudit(t, srv.Port, ad), secretEnv()...)
+	p := styles(srv.Port)[0]
 
 	var (
 		mu       sync.Mutex
@@ -90,7 +90,7 @@ func TestAuditSurvivesKill9(t *testing.T) {
 
 	// Restart on the same log: recovery continues it; then stop gracefully
 	// (drain, seal, final checkpoint).
-	cs2 := startCountersign(t, baseConfigAudit(t, srv.port, ad), secretEnv()...)
+	cs2 := startCountersign(t, baseConfigAudit(t, srv.Port, ad), secretEnv()...)
 	if st, _, ierr, _ := cs2.sign(t, "", signRequest{Region: testRegion, URI: p.object("lake", "after-restart"), Method: "GET", Headers: javaHeaders()}); st != http.StatusOK {
 		t.Fatalf("after restart: %d %+v", st, ierr)
 	}
@@ -99,14 +99,14 @@ func TestAuditSurvivesKill9(t *testing.T) {
 		t.Fatalf("graceful stop: %v\n%s", err, cs2.log.String())
 	}
 
-	out, err := exec.Command(countersignBin, "audit", "verify", "-dir", ad.dir, "-pubkey", ad.verifierFile).CombinedOutput()
+	out, err := exec.Command(servers.CountersignBin, "audit", "verify", "-dir", ad.Dir, "-pubkey", ad.VerifierKeyFile).CombinedOutput()
 	if err != nil {
 		t.Fatalf("audit verify after kill -9: %v\n%s", err, out)
 	}
 
 	// Every signature a client received is on record as an allowed, signed
 	// access.
-	cmd := exec.Command(countersignBin, "audit", "query", "-dir", ad.dir, "-decision", "allow", "-format", "jsonl")
+	cmd := exec.Command(servers.CountersignBin, "audit", "query", "-dir", ad.Dir, "-decision", "allow", "-format", "jsonl")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

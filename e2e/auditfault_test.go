@@ -23,7 +23,7 @@ func TestAuditDiskFullFailsClosed(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 
 	srv := startS3(t)
-	cfg := baseConfig(t, srv.port)
+	cfg := baseConfig(t, srv.Port)
 	// Point the audit log into the tmpfs, with small segments.
 	lines := strings.Split(cfg, "\n")
 	for i, l := range lines {
@@ -33,7 +33,7 @@ func TestAuditDiskFullFailsClosed(t *testing.T) {
 	}
 	cfg = strings.Join(lines, "\n")
 	cs := startCountersign(t, cfg, secretEnv()...)
-	sr := signRequest{Region: testRegion, URI: styles(srv.port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()}
+	sr := signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()}
 	if st, _, ierr, _ := cs.sign(t, "", sr); st != http.StatusOK {
 		t.Fatalf("before the fault: %d %+v", st, ierr)
 	}

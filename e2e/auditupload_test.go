@@ -20,10 +20,10 @@ import (
 // `countersign audit verify` passes reading the log from the bucket.
 func TestAuditUploadToS3(t *testing.T) {
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	srv.createBucket(t, "audit-archive")
+	srv.CreateBucket(t, "lake")
+	srv.CreateBucket(t, "audit-archive")
 	ad := newAuditDir(t)
-	cfg := baseConfigAudit(t, srv.port, ad)
+	cfg := baseConfigAudit(t, srv.Port, ad)
 	cfg = strings.Replace(cfg, "  checkpoint_interval: 100ms\n", fmt.Sprintf(`  checkpoint_interval: 100ms
   segment_max_age: 1s
   upload:
@@ -32,13 +32,13 @@ func TestAuditUploadToS3(t *testing.T) {
     region: us-east-1
     interval: 1s
     access_key_id: %s
-`, srv.port, testAccessKey), 1)
+`, srv.Port, testAccessKey), 1)
 	env := append(secretEnv(), "COUNTERSIGN_AUDIT_UPLOAD_SECRET_ACCESS_KEY="+testSecretKey)
 	cs := startCountersign(t, cfg, env...)
-	sr := signRequest{Region: testRegion, URI: styles(srv.port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()}
+	sr := signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()}
 
 	// Sign for a few seconds so that several segments seal and upload.
-	admin := srv.adminClient()
+	admin := srv.AdminClient()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if st, _, ierr, _ := cs.sign(t, "", sr); st != http.StatusOK {
@@ -55,7 +55,7 @@ func TestAuditUploadToS3(t *testing.T) {
 	}
 	// Uploaded segments are gone locally (only verified uploads are
 	// removed); the segment being written stays.
-	local, _ := filepath.Glob(filepath.Join(ad.dir, "seg-*.jsonl"))
+	local, _ := filepath.Glob(filepath.Join(ad.Dir, "seg-*.jsonl"))
 	out, _ := admin.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("audit-archive")})
 	if len(local) == 0 || len(local) >= countSegments(out)+1 {
 		t.Fatalf("%d local segments, %d uploaded: uploaded segments were not removed locally", len(local), countSegments(out))
@@ -69,14 +69,14 @@ func TestAuditUploadToS3(t *testing.T) {
 	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(cfgPath, []byte(cfg), 0o600)
 	for _, source := range []string{"bucket", "both"} {
-		cmd := exec.Command(countersignBin, "audit", "verify", "-config", cfgPath, "-source", source, "-dir", ad.dir, "-pubkey", ad.verifierFile)
+		cmd := exec.Command(servers.CountersignBin, "audit", "verify", "-config", cfgPath, "-source", source, "-dir", ad.Dir, "-pubkey", ad.VerifierKeyFile)
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("audit verify -source %s: %v\n%s", source, err, out)
 		}
 	}
 	// The local directory alone no longer starts at seq 0.
-	if out, err := exec.Command(countersignBin, "audit", "verify", "-dir", ad.dir, "-pubkey", ad.verifierFile).CombinedOutput(); err == nil {
+	if out, err := exec.Command(servers.CountersignBin, "audit", "verify", "-dir", ad.Dir, "-pubkey", ad.VerifierKeyFile).CombinedOutput(); err == nil {
 		t.Fatalf("local-only verify passed although early segments were removed:\n%s", out)
 	}
 }

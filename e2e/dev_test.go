@@ -10,26 +10,28 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/testsupport"
 )
 
 // TestServeDev: `countersign serve -dev` prints a working bearer token; a
 // request signed with it succeeds against a real S3 server.
 func TestServeDev(t *testing.T) {
 	srv := startS3(t)
-	srv.createBucket(t, "warehouse")
+	srv.CreateBucket(t, "warehouse")
 	h := &harness{s3: srv, ctx: t.Context()}
 	h.adminPut(t, "warehouse", "db/t/f.parquet", []byte("PAR1"))
 
 	// -dev supplies everything else; the file only points it at this
 	// versitygw and its keys, and a free port.
 	cfg := fmt.Sprintf("listen: 127.0.0.1:%d\nendpoints:\n  - name: dev\n    scheme: http\n    host: localhost\n    port: %d\n    regions: [us-east-1]\ncredentials:\n  source: static\n  access_key_id: %s\n",
-		freePort(t), srv.port, testAccessKey)
+		testsupport.FreePort(t), srv.Port, testAccessKey)
 	path := filepath.Join(t.TempDir(), "dev.yaml")
 	os.WriteFile(path, []byte(cfg), 0o600)
-	cmd := exec.Command(countersignBin, "serve", "-dev", "-config", path)
+	cmd := exec.Command(servers.CountersignBin, "serve", "-dev", "-config", path)
 	cmd.Env = append(os.Environ(), secretEnv()...)
 	stdout, _ := cmd.StdoutPipe()
-	logs := &lockedBuffer{}
+	logs := &testsupport.LockedBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -58,11 +60,11 @@ func TestServeDev(t *testing.T) {
 		t.Fatalf("no dev token printed:\n%s", logs.String())
 	}
 	addr := strings.TrimPrefix(strings.SplitN(cfg, "\n", 2)[0], "listen: ")
-	if err := waitPort(mustAtoi(strings.Split(addr, ":")[1]), 10*time.Second); err != nil {
+	if err := testsupport.WaitPort(mustAtoi(strings.Split(addr, ":")[1]), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	cs := &signerProc{url: "http://" + addr, log: logs, token: token}
-	status, res, ierr, _ := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(srv.port)[0].object("warehouse", "db/t/f.parquet"), Method: "GET", Headers: javaHeaders()})
+	status, res, ierr, _ := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("warehouse", "db/t/f.parquet"), Method: "GET", Headers: javaHeaders()})
 	if status != http.StatusOK {
 		t.Fatalf("sign with the dev token: %d %+v", status, ierr)
 	}
@@ -70,10 +72,10 @@ func TestServeDev(t *testing.T) {
 		t.Fatalf("S3: %d %s", st, body)
 	}
 	// The dev policy still refuses other buckets and anonymous callers.
-	if status, _, _, _ := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(srv.port)[0].object("other", "k"), Method: "GET", Headers: javaHeaders()}); status != http.StatusForbidden {
+	if status, _, _, _ := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("other", "k"), Method: "GET", Headers: javaHeaders()}); status != http.StatusForbidden {
 		t.Fatalf("other bucket: %d", status)
 	}
-	if status, _, _, _ := cs.as("").sign(t, "", signRequest{Region: testRegion, URI: styles(srv.port)[0].object("warehouse", "k"), Method: "GET", Headers: javaHeaders()}); status != http.StatusUnauthorized {
+	if status, _, _, _ := cs.as("").sign(t, "", signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("warehouse", "k"), Method: "GET", Headers: javaHeaders()}); status != http.StatusUnauthorized {
 		t.Fatalf("anonymous: %d", status)
 	}
 }

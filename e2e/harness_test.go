@@ -1,26 +1,18 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/countersign/countersign/testsupport"
 )
 
 const (
@@ -29,164 +21,30 @@ const (
 	testRegion    = "us-east-1"
 )
 
-// s3Server is a running versitygw.
-type s3Server struct {
-	port int
-	dir  string
-}
+// s3Server is a running versitygw, with this module's client helpers.
+type s3Server struct{ *testsupport.S3Server }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startS3 runs versitygw on a free loopback port with a fresh posix root,
-// virtual-hosted buckets under "localhost", and stops it when the test ends.
+// startS3 runs versitygw (see testsupport.Servers.StartS3).
 func startS3(t testing.TB, extraArgs ...string) *s3Server {
 	t.Helper()
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port := freePort(t)
-		args := append([]string{"--access", testAccessKey, "--secret", testSecretKey,
-			"--port", fmt.Sprintf("127.0.0.1:%d", port), "--virtual-domain", "localhost", "--quiet"}, extraArgs...)
-		args = append(args, "posix", data)
-		cmd := exec.Command(versitygwBin, args...)
-		var logBuf lockedBuffer
-		cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := waitPort(port, 10*time.Second); err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			lastErr = fmt.Errorf("versitygw did not start: %v\n%s", err, logBuf.String())
-			continue
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-		return &s3Server{port: port, dir: dir}
-	}
-	t.Fatal(lastErr)
-	return nil
+	return &s3Server{servers.StartS3(t, extraArgs...)}
 }
 
-func waitPort(port int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// adminClient talks to versitygw directly with the storage keys, for test
-// setup (creating buckets) and for checking results independently of
-// countersign.
-func (s *s3Server) adminClient() *s3.Client {
-	return s3.New(s3.Options{
-		Region:       testRegion,
-		BaseEndpoint: aws.String(fmt.Sprintf("http://127.0.0.1:%d", s.port)),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(testAccessKey, testSecretKey, ""),
-	})
-}
-
-func (s *s3Server) createBucket(t testing.TB, name string) {
-	t.Helper()
-	_, err := s.adminClient().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)})
-	if err != nil {
-		t.Fatalf("create bucket %s: %v", name, err)
-	}
-}
-
-// signerProc is a running countersign.
+// signerProc is a running countersign as a client sees it: its URL, its
+// log, and the bearer token that sign and post send.
 type signerProc struct {
 	url   string // http://127.0.0.1:PORT
-	log   *lockedBuffer
+	log   *testsupport.LockedBuffer
 	token string // bearer token sign and post send
 	cmd   *exec.Cmd
 }
 
-// startCountersign writes config (YAML text; "POLICY" is replaced with the
-// policy directory) and runs `countersign serve -config`.
+// startCountersign writes config (YAML text) and runs `countersign serve
+// -config`, signing as defaultToken.
 func startCountersign(t testing.TB, config string, env ...string) *signerProc {
 	t.Helper()
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "countersign.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(countersignBin, "serve", "-config", cfgPath)
-	cmd.Env = append(os.Environ(), env...)
-	logBuf := &lockedBuffer{}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = logBuf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			line := sc.Text()
-			logBuf.WriteString(line + "\n")
-			if sent {
-				continue
-			}
-			var rec struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "countersign serving" {
-				addrc <- rec.Addr
-				sent = true
-			}
-		}
-		close(addrc)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	select {
-	case addr, ok := <-addrc:
-		if !ok {
-			t.Fatalf("countersign exited before serving:\n%s", logBuf.String())
-		}
-		return &signerProc{url: "http://" + addr, log: logBuf, token: defaultToken(), cmd: cmd}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("countersign did not start:\n%s", logBuf.String())
-	}
-	return nil
+	p := servers.StartCountersign(t, config, env...)
+	return &signerProc{url: p.URL, log: p.Log, token: defaultToken(), cmd: p.Cmd}
 }
 
 // baseConfig is a config for a versitygw on port, with the e2e policy and
@@ -197,7 +55,7 @@ func baseConfig(t testing.TB, port int) string {
 }
 
 // baseConfigAudit is baseConfig with the given audit directory.
-func baseConfigAudit(t testing.TB, port int, audit *auditDir) string {
+func baseConfigAudit(t testing.TB, port int, audit *testsupport.AuditDir) string {
 	t.Helper()
 	policyDir, err := filepath.Abs("testdata/policy")
 	if err != nil {
@@ -231,7 +89,7 @@ credentials:
   access_key_id: %[2]s
 policy:
   paths: [%[3]q]
-`, port, testAccessKey, policyDir, testIssuer, testAudience, writeJWKS(t), audit.dir, audit.signerKeyFile, audit.hmacKeyFile)
+`, port, testAccessKey, policyDir, testIssuer, testAudience, testIdP.WriteJWKS(t), audit.Dir, audit.SignerKeyFile, audit.HMACKeyFile)
 }
 
 // secretEnv passes the secret the way operators should: via environment.
@@ -316,19 +174,10 @@ func (p *signerProc) post(t testing.TB, route string, body []byte) (int, *signRe
 	return resp.StatusCode, nil, &ie, resp.Header
 }
 
-// s3HTTP sends requests to versitygw for any host name by dialing the
+// httpClient sends requests to versitygw for any host name by dialing the
 // loopback port directly, so "lake.localhost:PORT" works without DNS.
 func (s *s3Server) httpClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	return &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return dialer.DialContext(ctx, network, "127.0.0.1:"+strconv.Itoa(s.port))
-			},
-			DisableCompression: true,
-		},
-	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: s.LoopbackTransport()}
 }
 
 // send performs the signed request exactly as a client would: the returned
@@ -369,28 +218,4 @@ func (s *s3Server) send(t testing.TB, method, uri string, headers map[string][]s
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, data
-}
-
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) WriteString(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -12,7 +12,7 @@ import (
 func TestPrincipals(t *testing.T) {
 	h := newHarness(t)
 	h.adminPut(t, "lake", "wh/f.parquet", []byte("PAR1"))
-	uri := styles(h.s3.port)[0].object("lake", "wh/f.parquet")
+	uri := styles(h.s3.Port)[0].object("lake", "wh/f.parquet")
 	sr := signRequest{Region: testRegion, URI: uri, Method: "GET", Headers: javaHeaders()}
 
 	status, res, ierr, _ := h.cs.sign(t, "", sr)
@@ -23,7 +23,7 @@ func TestPrincipals(t *testing.T) {
 		t.Fatalf("engineer's signed request: %d %s", st, body)
 	}
 
-	intern := mintToken("intern", []string{"interns"}, nil)
+	intern := testIdP.Mint("intern", []string{"interns"}, nil)
 	status, res, ierr, _ = h.cs.as(intern).sign(t, "", sr)
 	if status != http.StatusForbidden || res != nil || !strings.Contains(ierr.Error.Message, "GetObject on arn:aws:s3:::lake/wh/f.parquet") {
 		t.Fatalf("intern: %d %+v %+v", status, res, ierr)
@@ -34,9 +34,9 @@ func TestPrincipals(t *testing.T) {
 	}{
 		"no token":      {"", "missing_token"},
 		"garbage":       {"abc.def.ghi", "malformed_token"},
-		"wrong aud":     {mintToken("e2e-user", []string{"engineers"}, map[string]any{"aud": "other"}), "wrong_audience"},
-		"wrong iss":     {mintToken("e2e-user", []string{"engineers"}, map[string]any{"iss": "https://evil"}), "wrong_issuer"},
-		"expired":       {mintToken("e2e-user", []string{"engineers"}, map[string]any{"exp": 1000, "iat": 900}), "expired"},
+		"wrong aud":     {testIdP.Mint("e2e-user", []string{"engineers"}, map[string]any{"aud": "other"}), "wrong_audience"},
+		"wrong iss":     {testIdP.Mint("e2e-user", []string{"engineers"}, map[string]any{"iss": "https://evil"}), "wrong_issuer"},
+		"expired":       {testIdP.Mint("e2e-user", []string{"engineers"}, map[string]any{"exp": 1000, "iat": 900}), "expired"},
 		"tampered sig":  {defaultToken()[:len(defaultToken())-4] + "AAAA", "bad_signature"},
 		"tampered body": {strings.Replace(defaultToken(), ".", ".e30", 1), "bad_signature"},
 	} {

@@ -71,7 +71,7 @@ func (ca *testCA) pem() []byte {
 // CN is the principal when no bearer token is sent.
 func TestMutualTLSIdentity(t *testing.T) {
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
+	srv.CreateBucket(t, "lake")
 	dir := t.TempDir()
 	ca := newCA(t, "countersign-e2e-ca")
 	serverCert, serverKey := ca.issue(t, "countersign", true)
@@ -85,7 +85,7 @@ func TestMutualTLSIdentity(t *testing.T) {
 	policyDir := filepath.Join(dir, "policy")
 	os.Mkdir(policyDir, 0o755)
 	write("policy/authz.rego", []byte("package countersign.authz\n\ndefault allow := false\n\nallow if {\n\tinput.principal.id == \"spark-prod\"\n\tinput.resource.bucket == \"lake\"\n}\n"))
-	cfg := baseConfig(t, srv.port)
+	cfg := baseConfig(t, srv.Port)
 	cfg = cfg[:strings.Index(cfg, "policy:\n")] + "policy:\n  paths: [" + quote(policyDir) + "]\n"
 	cfg = strings.Replace(cfg, "auth:\n", "auth:\n  mtls_principal: subject-cn\n", 1)
 	cfg += "tls:\n  cert_file: " + quote(write("server.pem", serverCert)) + "\n  key_file: " + quote(write("server.key", serverKey)) +
@@ -106,7 +106,7 @@ func TestMutualTLSIdentity(t *testing.T) {
 		}
 		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
 	}
-	body, _ := json.Marshal(signRequest{Region: testRegion, URI: styles(srv.port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()})
+	body, _ := json.Marshal(signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()})
 	post := func(c *http.Client) (int, string, error) {
 		resp, err := c.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/countersign/countersign/testsupport"
 )
 
 // TestSessionCredentials: with temporary credentials (a role session held
@@ -23,26 +25,26 @@ import (
 // session, and refuses it once the token is changed or removed.
 func TestSessionCredentials(t *testing.T) {
 	gw := startS3WithIAM(t)
-	gw.createBucket(t, "lake")
+	gw.CreateBucket(t, "lake")
 	h := &harness{s3: gw.s3Server, ctx: context.Background()}
 	h.adminPut(t, "lake", "wh/f.parquet", []byte("PAR1"))
-	role := gw.createRole(t, "lake-reader", []string{"s3:GetObject"}, "arn:aws:s3:::lake/*")
-	sess, err := gw.mintSession(role, "e2e-static", time.Hour)
+	role := gw.CreateRole(t, "lake-reader", []string{"s3:GetObject"}, "arn:aws:s3:::lake/*")
+	sess, err := gw.MintSession(role, "e2e-static", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := gw.callerARN(t, sess), assumedRoleARN("lake-reader", "e2e-static"); got != want {
+	if got, want := gw.CallerARN(t, sess), testsupport.AssumedRoleARN("lake-reader", "e2e-static"); got != want {
 		t.Fatalf("versitygw STS says the session is %s, want %s", got, want)
 	}
 
 	// The temporary key (overriding the config's), secret and token come
 	// from the environment.
-	cs := startCountersign(t, baseConfig(t, gw.port),
+	cs := startCountersign(t, baseConfig(t, gw.Port),
 		"COUNTERSIGN_ACCESS_KEY_ID="+sess.AccessKeyID,
 		"COUNTERSIGN_SECRET_ACCESS_KEY="+sess.SecretAccessKey,
 		"COUNTERSIGN_SESSION_TOKEN="+sess.SessionToken)
 
-	status, res, ierr, _ := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(gw.port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()})
+	status, res, ierr, _ := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(gw.Port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()})
 	if status != http.StatusOK {
 		t.Fatalf("sign: %d %+v", status, ierr)
 	}
@@ -72,7 +74,7 @@ func TestSessionCredentials(t *testing.T) {
 		t.Fatalf("token removed: S3 answered %d, want 403 InvalidAccessKeyId\n%s", st, body)
 	}
 	// versitygw decides as the session, not as a long-term identity.
-	requireSignedAs(t, cs, gw.s3Server, "lake", assumedRoleARN("lake-reader", "e2e-static"))
+	requireSignedAs(t, cs, gw.s3Server, "lake", testsupport.AssumedRoleARN("lake-reader", "e2e-static"))
 }
 
 // TestAssumeRole: credentials.source assume-role takes base credentials
@@ -90,14 +92,14 @@ func TestAssumeRole(t *testing.T) {
 		externalID    = "e2e-external-id"
 	)
 	gw := startS3WithIAM(t)
-	gw.createBucket(t, "lake")
-	role := gw.createRole(t, "lake-rw", []string{"s3:GetObject", "s3:PutObject"}, "arn:aws:s3:::lake/*")
+	gw.CreateBucket(t, "lake")
+	role := gw.CreateRole(t, "lake-rw", []string{"s3:GetObject", "s3:PutObject"}, "arn:aws:s3:::lake/*")
 	stsFront := startAssumeRoleSTS(t, gw, baseAccessKey, baseSecretKey)
 	env := isolatedAWSEnv(t, baseAccessKey, baseSecretKey, stsFront.url)
 
 	assumeRoleConfig := func(roleARN string) string {
 		static := "credentials:\n  source: static\n  access_key_id: " + testAccessKey + "\n"
-		cfg := baseConfig(t, gw.port)
+		cfg := baseConfig(t, gw.Port)
 		if !strings.Contains(cfg, static) {
 			t.Fatalf("baseConfig has no static credentials block to replace:\n%s", cfg)
 		}
@@ -113,7 +115,7 @@ func TestAssumeRole(t *testing.T) {
 	t.Run("role", func(t *testing.T) {
 		cs := startCountersign(t, assumeRoleConfig(aws.ToString(role.Arn)), env...)
 		h := &harness{s3: gw.s3Server, cs: cs, ctx: context.Background()}
-		uri := styles(gw.port)[1].object("lake", "wh/assumed.parquet")
+		uri := styles(gw.Port)[1].object("lake", "wh/assumed.parquet")
 		data := []byte("written by an assumed role")
 		h.signAndSend(t, op{name: "PutObject", method: "PUT", uri: uri, headers: javaHeaders("Content-Length", strconv.Itoa(len(data))), body: data})
 		if got := h.signAndSend(t, op{name: "GetObject", method: "GET", uri: uri, headers: javaHeaders()}); !bytes.Equal(got, data) {
@@ -122,7 +124,7 @@ func TestAssumeRole(t *testing.T) {
 		if got := h.adminGet(t, "lake", "wh/assumed.parquet"); !bytes.Equal(got, data) {
 			t.Fatalf("stored object is %q", got)
 		}
-		requireSignedAs(t, cs, gw.s3Server, "lake", assumedRoleARN("lake-rw", sessionName))
+		requireSignedAs(t, cs, gw.s3Server, "lake", testsupport.AssumedRoleARN("lake-rw", sessionName))
 
 		// One AssumeRole, signed with the base credentials, with the
 		// configured parameters; its session signed everything above
@@ -153,10 +155,10 @@ func TestAssumeRole(t *testing.T) {
 
 	t.Run("unknown role", func(t *testing.T) {
 		before := len(stsFront.requests())
-		missing := "arn:aws:iam::" + accountID + ":role/no-such-role"
+		missing := "arn:aws:iam::" + testsupport.AccountID + ":role/no-such-role"
 		cs := startCountersign(t, assumeRoleConfig(missing), env...)
 		for i := 0; i < 2; i++ { // a failure is not cached: every request asks STS again
-			status, res, ierr, hdr := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(gw.port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()})
+			status, res, ierr, hdr := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(gw.Port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()})
 			if status != http.StatusServiceUnavailable || res != nil {
 				t.Fatalf("sign with an unknown role: %d %+v, want 503 and nothing signed", status, res)
 			}
@@ -183,8 +185,8 @@ func TestAssumeRole(t *testing.T) {
 // TestSignedRequestsAgainstS3) and "private" only for reads when enabled.
 func TestCacheableReads(t *testing.T) {
 	srv := startS3(t)
-	cs := startCountersign(t, baseConfig(t, srv.port)+"cacheable_reads: true\n", secretEnv()...)
-	p := styles(srv.port)[0]
+	cs := startCountersign(t, baseConfig(t, srv.Port)+"cacheable_reads: true\n", secretEnv()...)
+	p := styles(srv.Port)[0]
 	for _, tc := range []struct{ method, uri, want string }{
 		{"GET", p.object("lake", "k"), "private"},
 		{"HEAD", p.object("lake", "k"), "private"},
@@ -208,7 +210,7 @@ func TestClientPayloadHashAndDate(t *testing.T) {
 	body := []byte("exact bytes")
 	sum := sha256.Sum256(body)
 	date := time.Now().UTC().Add(-time.Minute).Format("20060102T150405Z")
-	uri := styles(h.s3.port)[2].object("lake", "wh/hash.bin")
+	uri := styles(h.s3.Port)[2].object("lake", "wh/hash.bin")
 	hdrs := javaHeaders("x-amz-content-sha256", hex.EncodeToString(sum[:]), "X-Amz-Date", date, "Content-Length", "11")
 	status, res, ierr, _ := h.cs.sign(t, "", signRequest{Region: testRegion, URI: uri, Method: "PUT", Headers: hdrs})
 	if status != http.StatusOK {

@@ -15,7 +15,7 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // payload's hash instead, and the S3 server refuses any other body.
 func TestEmptyPutBindsEmptyBody(t *testing.T) {
 	h := newHarness(t)
-	st := styles(h.s3.port)[0]
+	st := styles(h.s3.Port)[0]
 	uri := st.object("lake", "wh/db/t/data/_SUCCESS")
 
 	status, res, ierr, _ := h.cs.sign(t, "", signRequest{Region: testRegion, URI: uri, Method: "PUT", Headers: javaHeaders("Content-Length", "0")})

@@ -26,16 +26,16 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"
 // through the HTTP endpoint with versitygw behind it.
 func TestExamplePolicyTables(t *testing.T) {
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	cs := startCountersign(t, combinedPolicyConfig(t, srv.port), secretEnv()...)
+	srv.CreateBucket(t, "lake")
+	cs := startCountersign(t, combinedPolicyConfig(t, srv.Port), secretEnv()...)
 	h := &harness{s3: srv, cs: cs, ctx: t.Context()}
 	for _, k := range []string{"wh/db/t/data/a.parquet", "wh/db/t/data/b.parquet", "wh/db/t2/data/c.parquet", "wh/db/other/d.parquet"} {
 		h.adminPut(t, "lake", k, []byte("PAR1"))
 	}
-	p := styles(srv.port)[0]
+	p := styles(srv.Port)[0]
 	const routeT, routeT2 = "/v1/prod/namespaces/db/tables/t/sign", "/v1/prod/namespaces/db/tables/t2/sign"
 
-	analyst := cs.as(mintToken("ana", []string{"analysts"}, nil))
+	analyst := cs.as(testIdP.Mint("ana", []string{"analysts"}, nil))
 	get := func(key string) signRequest {
 		return signRequest{Region: testRegion, URI: p.object("lake", key), Method: "GET", Headers: javaHeaders()}
 	}
@@ -64,7 +64,7 @@ func TestExamplePolicyTables(t *testing.T) {
 	}
 
 	// A principal without grants gets nothing.
-	nobody := cs.as(mintToken("mallory", []string{"visitors"}, nil))
+	nobody := cs.as(testIdP.Mint("mallory", []string{"visitors"}, nil))
 	if status, res, _, _ := nobody.sign(t, routeT, get("wh/db/t/data/a.parquet")); status != http.StatusForbidden || res != nil {
 		t.Fatalf("visitor: %d", status)
 	}
@@ -75,7 +75,7 @@ func TestExamplePolicyTables(t *testing.T) {
 	}
 
 	// DeleteObjects with one key outside the grant is refused whole.
-	etl := cs.as(mintToken("etl-job", []string{"etl"}, nil))
+	etl := cs.as(testIdP.Mint("etl-job", []string{"etl"}, nil))
 	body := deleteXML("wh/db/t/data/a.parquet", "wh/db/t/data/b.parquet", "wh/db/other/d.parquet")
 	bs := string(body)
 	del := signRequest{Region: testRegion, URI: p.bucket("lake") + "?delete", Method: "POST",

@@ -19,7 +19,7 @@ func TestDeleteObjectsBodyBoundToSignature(t *testing.T) {
 	for _, k := range []string{"wh/t/a.parquet", "wh/t/precious.parquet"} {
 		h.adminPut(t, "lake", k, []byte("x"))
 	}
-	uri := styles(h.s3.port)[0].bucket("lake") + "?delete"
+	uri := styles(h.s3.Port)[0].bucket("lake") + "?delete"
 	signedBody := deleteXML("wh/t/a.parquet")
 	evilBody := deleteXML("wh/t/precious.parquet")
 
@@ -61,7 +61,7 @@ func TestDeleteObjectsBodyBoundToSignature(t *testing.T) {
 // outside the configuration get 403 and no signature.
 func TestRefusedRequestsAreNotSigned(t *testing.T) {
 	h := newHarness(t)
-	port := h.s3.port
+	port := h.s3.Port
 	p := styles(port)[0]
 	cases := []struct {
 		name, method, uri, region string
@@ -111,7 +111,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // naming the problem, and the server keeps serving.
 func TestMalformedRequests(t *testing.T) {
 	h := newHarness(t)
-	obj := styles(h.s3.port)[0].object("lake", "k")
+	obj := styles(h.s3.Port)[0].object("lake", "k")
 	cases := []struct {
 		name, body, msg string
 		status          int
@@ -184,7 +184,7 @@ func TestMalformedRequests(t *testing.T) {
 func TestTableRoutes(t *testing.T) {
 	h := newHarness(t)
 	h.adminPut(t, "lake", "wh/db/t/data/f.parquet", []byte("PAR1"))
-	uri := styles(h.s3.port)[0].object("lake", "wh/db/t/data/f.parquet")
+	uri := styles(h.s3.Port)[0].object("lake", "wh/db/t/data/f.parquet")
 	for _, route := range []string{
 		"/v1/aws/s3/sign",
 		"/v1/namespaces/db/tables/t/sign",

@@ -33,10 +33,10 @@ func TestPolicyHotReload(t *testing.T) {
 	if err := os.WriteFile(file, []byte(allowLake), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := baseConfig(t, srv.port)
+	cfg := baseConfig(t, srv.Port)
 	cfg = cfg[:strings.Index(cfg, "policy:\n")] + "policy:\n  paths: [" + quote(dir) + "]\n  reload_interval: 100ms\n"
 	cs := startCountersign(t, cfg, secretEnv()...)
-	sr := signRequest{Region: testRegion, URI: styles(srv.port)[0].object("lake", "k"), Method: "GET", Headers: javaHeaders()}
+	sr := signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("lake", "k"), Method: "GET", Headers: javaHeaders()}
 
 	waitStatus := func(want int) {
 		t.Helper()
@@ -92,7 +92,7 @@ func TestBrokenPolicyStopsStartup(t *testing.T) {
 	cfg = cfg[:strings.Index(cfg, "policy:\n")] + "policy:\n  paths: [" + quote(dir) + "]\n"
 	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(cfgPath, []byte(cfg), 0o600)
-	cmd := exec.Command(countersignBin, "serve", "-config", cfgPath)
+	cmd := exec.Command(servers.CountersignBin, "serve", "-config", cfgPath)
 	cmd.Env = append(os.Environ(), secretEnv()...)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
@@ -106,7 +106,7 @@ func TestBrokenPolicyStopsStartup(t *testing.T) {
 // TestPolicyTestCommand: the shipped example policies' Rego tests pass via
 // `countersign policy test`, and a failing test fails the command.
 func TestPolicyTestCommand(t *testing.T) {
-	out, err := exec.Command(countersignBin, "policy", "test", "../deploy/policies/...").CombinedOutput()
+	out, err := exec.Command(servers.CountersignBin, "policy", "test", "../deploy/policies/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("policy test failed: %v\n%s", err, out)
 	}
@@ -116,7 +116,7 @@ func TestPolicyTestCommand(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(allowLake), 0o600)
 	os.WriteFile(filepath.Join(dir, "authz_test.rego"), []byte("package countersign.authz_test\n\nimport data.countersign.authz\n\ntest_other_bucket if authz.allow with input as {\"resource\": {\"bucket\": \"other\"}}\n"), 0o600)
-	if out, err := exec.Command(countersignBin, "policy", "test", dir).CombinedOutput(); err == nil {
+	if out, err := exec.Command(servers.CountersignBin, "policy", "test", dir).CombinedOutput(); err == nil {
 		t.Fatalf("a failing Rego test passed:\n%s", out)
 	}
 }

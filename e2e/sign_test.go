@@ -93,9 +93,9 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	srv := startS3(t)
-	srv.createBucket(t, "lake")
-	srv.createBucket(t, "private")
-	cs := startCountersign(t, baseConfig(t, srv.port), secretEnv()...)
+	srv.CreateBucket(t, "lake")
+	srv.CreateBucket(t, "private")
+	cs := startCountersign(t, baseConfig(t, srv.Port), secretEnv()...)
 	return &harness{s3: srv, cs: cs, ctx: context.Background()}
 }
 
@@ -235,7 +235,7 @@ func tamperings(res *signResult) []tampered {
 // encoding, and shows that any one-byte change breaks the signature.
 func TestSignedRequestsAgainstS3(t *testing.T) {
 	h := newHarness(t)
-	for _, st := range styles(h.s3.port) {
+	for _, st := range styles(h.s3.Port) {
 		t.Run(st.name, func(t *testing.T) {
 			key := "wh/db/t/data/" + st.name + " a=b+c%d~e/ü-é 数据.parquet"
 			ek := awsEscape(key)
@@ -370,7 +370,7 @@ func (h *harness) etagOfPart(t *testing.T, ekey, uploadID string, st addressing)
 
 func (h *harness) adminGet(t *testing.T, bucket, key string) []byte {
 	t.Helper()
-	out, err := h.s3.adminClient().GetObject(h.ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	out, err := h.s3.AdminClient().GetObject(h.ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
 		t.Fatalf("admin get %s: %v", key, err)
 	}
@@ -382,13 +382,13 @@ func (h *harness) adminGet(t *testing.T, bucket, key string) []byte {
 
 func (h *harness) adminExists(t *testing.T, bucket, key string) bool {
 	t.Helper()
-	_, err := h.s3.adminClient().HeadObject(h.ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	_, err := h.s3.AdminClient().HeadObject(h.ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	return err == nil
 }
 
 func (h *harness) adminPut(t *testing.T, bucket, key string, data []byte) {
 	t.Helper()
-	_, err := h.s3.adminClient().PutObject(h.ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data)})
+	_, err := h.s3.AdminClient().PutObject(h.ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data)})
 	if err != nil {
 		t.Fatalf("admin put %s: %v", key, err)
 	}

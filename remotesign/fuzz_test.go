@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/internal/jsonstr"
 )
 
 // FuzzDecode feeds arbitrary bytes to Decode: it must never panic, must
@@ -178,20 +180,8 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte, r *Request) {
 	}
 }
 
-// FuzzAppendJSONString checks that any string, valid UTF-8 or not, comes
-// out as valid JSON that reads back as the input with each invalid byte
-// replaced by U+FFFD.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range trickyStrings {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		checkJSONString(t, s, appendJSONString(nil, s))
-	})
-}
-
 // FuzzDecodeMembers reaches the member validation that random bytes rarely
-// get to: it encodes arbitrary member values with appendJSONString (so the
+// get to: it encodes arbitrary member values with jsonstr.Append (so the
 // body is always valid JSON) and compares Decode's verdict with an
 // independent statement of the rules.
 func FuzzDecodeMembers(f *testing.F) {
@@ -209,26 +199,26 @@ func FuzzDecodeMembers(f *testing.F) {
 			provider = `"gcs"`
 		}
 		b := []byte(`{"region":`)
-		b = appendJSONString(b, region)
+		b = jsonstr.Append(b, region)
 		b = append(b, `,"uri":`...)
-		b = appendJSONString(b, uri)
+		b = jsonstr.Append(b, uri)
 		b = append(b, `,"method":`...)
-		b = appendJSONString(b, method)
+		b = jsonstr.Append(b, method)
 		// An unknown member holding the same strings must change nothing.
 		b = AppendResult(append(b, `,"x":`...), "", Headers{{Name: name1, Values: []string{val1}}, {Name: name2, Values: []string{val1, val2}}})
 		b = append(b, `,"headers":{`...)
-		b = appendJSONString(b, name1)
+		b = jsonstr.Append(b, name1)
 		b = append(b, ":["...)
-		b = appendJSONString(b, val1)
+		b = jsonstr.Append(b, val1)
 		b = append(b, "],"...)
-		b = appendJSONString(b, name2)
+		b = jsonstr.Append(b, name2)
 		b = append(b, ":["...)
-		b = appendJSONString(b, val1)
+		b = jsonstr.Append(b, val1)
 		b = append(b, ","...)
-		b = appendJSONString(b, val2)
+		b = jsonstr.Append(b, val2)
 		b = append(b, "]}"...)
 		if body != "" {
-			b = appendJSONString(append(b, `,"body":`...), body)
+			b = jsonstr.Append(append(b, `,"body":`...), body)
 		}
 		if provider != "" {
 			b = append(append(b, `,"provider":`...), provider...)

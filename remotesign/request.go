@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/countersign/countersign/internal/swar"
 )
 
 // Request is a decoded and validated RemoteSignRequest.
@@ -604,7 +606,7 @@ func typeName(v *fastjson.Value) string {
 func hasControl(b []byte, allowTab bool) bool {
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
-		if x := load64(b, i); less(x, 0x20)|equal(x, 0x7f) != 0 && hasControlSlow(b[i:i+8], allowTab) {
+		if x := swar.Load64(b, i); swar.Less(x, 0x20)|swar.Equal(x, 0x7f) != 0 && hasControlSlow(b[i:i+8], allowTab) {
 			return true
 		}
 	}

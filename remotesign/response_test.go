@@ -9,7 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// trickyStrings exercise every branch of appendJSONString.
+// trickyStrings exercise every branch of the JSON string escaping
+// (internal/jsonstr) inside the response encoders.
 var trickyStrings = []string{
 	"",
 	"plain ASCII text",
@@ -33,57 +34,6 @@ var trickyStrings = []string{
 // wantDecoded is what a JSON parser must read back: each invalid byte
 // becomes U+FFFD (range over a string yields RuneError per bad byte).
 func wantDecoded(s string) string { return string([]rune(s)) }
-
-func TestAppendJSONStringGolden(t *testing.T) {
-	for in, want := range map[string]string{
-		"":                          `""`,
-		"abc":                       `"abc"`,
-		"a\"b\\c":                   `"a\"b\\c"`,
-		"\n\r\t\b\f\x00\x1f":        `"\n\r\t\u0008\u000c\u0000\u001f"`,
-		"é😀\x7f":                    "\"é😀\x7f\"",
-		"\u2028\u2029":              `"\u2028\u2029"`,
-		"x\xffy":                    `"x\ufffdy"`,
-		"\xe2\x82":                  `"\ufffd\ufffd"`,
-		"</script>":                 `"</script>"`,
-		"\u2027\u202a\u2028 normal": "\"\u2027\u202a\\u2028 normal\"",
-	} {
-		if got := string(appendJSONString(nil, in)); got != want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
-func TestAppendJSONStringRoundTrip(t *testing.T) {
-	for _, s := range trickyStrings {
-		out := appendJSONString([]byte("prefix"), s)
-		if !bytes.HasPrefix(out, []byte("prefix")) {
-			t.Fatalf("dst prefix lost: %q", out)
-		}
-		checkJSONString(t, s, out[len("prefix"):])
-	}
-}
-
-func checkJSONString(t testing.TB, in string, out []byte) {
-	t.Helper()
-	if !utf8.Valid(out) {
-		t.Fatalf("appendJSONString(%q) = %q: not valid UTF-8", in, out)
-	}
-	for _, c := range out {
-		if c < 0x20 {
-			t.Fatalf("appendJSONString(%q) = %q: raw control byte", in, out)
-		}
-	}
-	if bytes.Contains(out, []byte("\u2028")) || bytes.Contains(out, []byte("\u2029")) {
-		t.Fatalf("appendJSONString(%q) = %q: raw U+2028/U+2029", in, out)
-	}
-	var got string
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("appendJSONString(%q) = %q: %v", in, out, err)
-	}
-	if want := wantDecoded(in); got != want {
-		t.Fatalf("appendJSONString(%q) decodes to %q, want %q", in, got, want)
-	}
-}
 
 func TestAppendResult(t *testing.T) {
 	headers := Headers{
