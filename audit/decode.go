@@ -71,19 +71,36 @@ func noDuplicateKeys(v *fastjson.Value) error {
 	switch v.Type() {
 	case fastjson.TypeObject:
 		o, _ := v.Object()
+		// A record's objects have a few keys: compare them pairwise, and
+		// switch to a set for a large object so that a crafted line cannot
+		// make this quadratic.
 		var keys []string
+		var set map[string]struct{}
 		var err error
 		o.Visit(func(k []byte, child *fastjson.Value) {
 			if err != nil {
 				return
 			}
-			for _, seen := range keys {
-				if seen == string(k) {
-					err = fmt.Errorf("invalid JSON: key %q appears twice in an object", k)
-					return
+			dup := false
+			if set != nil {
+				_, dup = set[string(k)]
+				set[string(k)] = struct{}{}
+			} else {
+				for _, seen := range keys {
+					dup = dup || seen == string(k)
+				}
+				keys = append(keys, string(k))
+				if len(keys) > 32 {
+					set = make(map[string]struct{}, 2*len(keys))
+					for _, k := range keys {
+						set[k] = struct{}{}
+					}
 				}
 			}
-			keys = append(keys, string(k))
+			if dup {
+				err = fmt.Errorf("invalid JSON: key %q appears twice in an object", k)
+				return
+			}
 			err = noDuplicateKeys(child)
 		})
 		return err
