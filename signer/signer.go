@@ -339,7 +339,10 @@ func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host s
 		return nil, fmt.Errorf("signer: internal: signing with x-amz-date %q, client sent %q", amzDate, clientDate)
 	}
 
-	signedHeaders := st.v4.canonicalRequest(r.Method, r.RawPath, r.RawQuery, host, contentLength, amzDate, creds.SessionToken, r.ContentSHA256)
+	signedHeaders, err := st.v4.canonicalRequest(r.Method, r.RawPath, r.RawQuery, host, contentLength, amzDate, creds.SessionToken, r.ContentSHA256)
+	if err != nil {
+		return nil, err
+	}
 	if s.onCanonical != nil {
 		s.onCanonical(string(st.v4.canon))
 	}

@@ -523,6 +523,7 @@ func TestRejectsUnsignable(t *testing.T) {
 		"bad method":               func(r *s3req.Request) { r.Method = "GET /x" },
 		"newline in header value":  func(r *s3req.Request) { r.Headers = hdrs("X-Amz-Meta-A", "x\nx-amz-date:1") },
 		"bad header name":          func(r *s3req.Request) { r.Headers = hdrs("X Amz", "x") },
+		"header twice, any case":   func(r *s3req.Request) { r.Headers = hdrs("X-Amz-Meta-A", "1", "x-amz-meta-a", "2") },
 		"host header mismatch":     func(r *s3req.Request) { r.Headers = hdrs("Host", "evil.example") },
 		"host header default port": func(r *s3req.Request) { r.Headers = hdrs("Host", "b.s3.amazonaws.com:443") },
 		"bad content-length":       func(r *s3req.Request) { r.Headers = hdrs("Content-Length", "-1") },

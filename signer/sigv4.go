@@ -2,6 +2,7 @@ package signer
 
 import (
 	"bytes"
+	"fmt"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -57,8 +58,9 @@ func (v *sigv4) reset() {
 	v.qbuf, v.canon, v.toSign = v.qbuf[:0], v.canon[:0], v.toSign[:0]
 }
 
-// add queues a header to sign. Names that differ only in case were
-// refused before (remotesign and s3req), so names are unique.
+// add queues a header to sign. canonicalRequest refuses two with the same
+// lower-case name (remotesign refuses them first; this keeps Sign safe on
+// its own).
 func (v *sigv4) add(name string, values []string) {
 	v.headers = append(v.headers, sigHeader{name: v.lowerName(name), values: values})
 }
@@ -80,7 +82,7 @@ func (v *sigv4) lowerName(name string) string {
 //
 // host is the Host the client sends, contentLength is signed when
 // positive, amzDate and token are the headers the signer adds.
-func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, contentLength int64, amzDate, token, payload string) (signedHeaders []byte) {
+func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, contentLength int64, amzDate, token, payload string) (signedHeaders []byte, err error) {
 	v.add("host", nil)
 	if contentLength > 0 {
 		v.add("content-length", nil)
@@ -90,6 +92,11 @@ func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, content
 		v.add("x-amz-security-token", nil)
 	}
 	slices.SortFunc(v.headers, func(a, b sigHeader) int { return strings.Compare(a.name, b.name) })
+	for i := 1; i < len(v.headers); i++ {
+		if v.headers[i].name == v.headers[i-1].name {
+			return nil, fmt.Errorf("%w: header %q appears twice (header names are case-insensitive)", ErrBadRequest, clip(v.headers[i].name))
+		}
+	}
 
 	b := append(v.canon[:0], method...)
 	b = append(b, '\n')
@@ -136,7 +143,7 @@ func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, content
 	b = append(b, '\n')
 	b = append(b, payload...)
 	v.canon = b
-	return signedHeaders
+	return signedHeaders, nil
 }
 
 // appendStripped appends the SDK's cleaned header value:
