@@ -2,10 +2,10 @@ package signer
 
 import (
 	"bytes"
-	"fmt"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"net/url"
 	"slices"
