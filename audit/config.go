@@ -52,6 +52,13 @@ type Config struct {
 	// this long without records, so an idle node still proves it was up and
 	// its log was intact. Default 30s.
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// CommitDelay, when set, makes the writer wait this long before a
+	// batch when the previous batch was busy (4 records or more), so that
+	// one fdatasync carries more records: less CPU per record when the
+	// server is CPU-bound (300µs measured +6-7% throughput at -c 64 with
+	// ~1 ms fdatasync, p99 unchanged: bench/README.md), at the price of
+	// that much latency under load. Default 0: no wait.
+	CommitDelay time.Duration `yaml:"commit_delay"`
 	// CheckpointKeyFile holds the Ed25519 note signer key that signs
 	// checkpoints ("countersign audit keygen" writes one). Required.
 	CheckpointKeyFile string `yaml:"checkpoint_key_file"`
@@ -144,6 +151,9 @@ func (c Config) Validate() error {
 	}
 	if c.QueueMax < 1 {
 		return fmt.Errorf("audit.queue_max %d: at least 1", c.QueueMax)
+	}
+	if c.CommitDelay < 0 || c.CommitDelay > time.Second {
+		return fmt.Errorf("audit.commit_delay %s: between 0 and 1s (a few hundred µs is the useful range)", c.CommitDelay)
 	}
 	return nil
 }

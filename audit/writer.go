@@ -46,6 +46,7 @@ type writer struct {
 	buf          []byte // the batch being written
 	ts           []byte // the batch's formatted time
 	spare        []*request
+	lastBatch    int     // records in the previous batch
 	own          request // the writer's own records
 	digest       hash.Hash
 	zero         [1]byte
@@ -87,6 +88,10 @@ func (w *writer) closeSegment() {
 	}
 }
 
+// commitSiblings is how many records the previous batch must have had for
+// Config.CommitDelay to apply: a lone client never waits.
+const commitSiblings = 4
+
 // run is the writer goroutine.
 func (l *Log) run() {
 	defer close(l.done)
@@ -94,7 +99,19 @@ func (l *Log) run() {
 	defer timer.Stop()
 	for {
 		batch, closing := l.take()
+		if len(batch) > 0 && l.cfg.CommitDelay > 0 && !closing && l.w.lastBatch >= commitSiblings {
+			// Busy: let the batch grow for a moment, so one fdatasync
+			// carries more records.
+			time.Sleep(l.cfg.CommitDelay)
+			more, c := l.take()
+			batch, closing = append(batch, more...), c
+		}
 		if len(batch) > 0 {
+			n := 0
+			for _, r := range batch {
+				n += len(r.ends)
+			}
+			l.w.lastBatch = n
 			l.commitRequests(batch)
 			clear(batch)
 			l.w.spare = batch[:0]
