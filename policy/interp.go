@@ -803,16 +803,8 @@ func (m *machine) builtin(e *expr, base int, c cont) error {
 		n--
 	}
 	mark := len(m.vals)
-	for i := 0; i < n; i++ {
-		v, ok, err := m.value(&e.terms[i], base)
-		if err != nil || !ok {
-			m.vals = m.vals[:mark]
-			if err != nil {
-				return errFallback
-			}
-			return nil
-		}
-		m.vals = append(m.vals, v)
+	if ok, err := m.pushArgs(e.terms[:n], base); !ok {
+		return err
 	}
 	args := m.vals[mark:]
 	for i, a := range args {
@@ -893,20 +885,31 @@ func (m *machine) unifyOut(t *term, v ast.Value, base int, c cont) error {
 	return m.unifyValue(t, v, base, c)
 }
 
+// pushArgs evaluates a call's arguments onto m.vals. When one is
+// undefined (the call fails: nil error) or cannot be evaluated exactly
+// (errFallback), it leaves m.vals as it found it and returns false.
+func (m *machine) pushArgs(terms []term, base int) (bool, error) {
+	mark := len(m.vals)
+	for i := range terms {
+		v, ok, err := m.value(&terms[i], base)
+		if err != nil || !ok {
+			m.vals = m.vals[:mark]
+			if err != nil {
+				return false, errFallback
+			}
+			return false, nil
+		}
+		m.vals = append(m.vals, v)
+	}
+	return true, nil
+}
+
 // call evaluates a call of one of the residual's functions.
 func (m *machine) call(e *expr, base int, c cont) error {
 	rs := e.set
 	mark := len(m.vals)
-	for i := range rs.arity {
-		v, ok, err := m.value(&e.terms[i], base)
-		if err != nil || !ok {
-			m.vals = m.vals[:mark]
-			if err != nil {
-				return errFallback
-			}
-			return nil
-		}
-		m.vals = append(m.vals, v)
+	if ok, err := m.pushArgs(e.terms[:rs.arity], base); !ok {
+		return err
 	}
 	v, err := m.callFunc(rs, m.vals[mark:])
 	m.vals = m.vals[:mark]

@@ -430,35 +430,9 @@ func (tr *translator) term(t *ast.Term) (term, error) {
 	case ast.Ref:
 		return tr.ref(v)
 	case *ast.Array:
-		out := term{kind: tArray, elems: make([]term, 0, v.Len())}
-		var err error
-		v.Foreach(func(e *ast.Term) {
-			if err != nil {
-				return
-			}
-			var x term
-			x, err = tr.term(e)
-			out.elems = append(out.elems, x)
-		})
-		if err != nil {
-			return term{}, err
-		}
-		return tr.fold(t, out), nil
+		return tr.collection(t, tArray, v.Len(), v.Foreach)
 	case ast.Set:
-		out := term{kind: tSet, elems: make([]term, 0, v.Len())}
-		var err error
-		v.Foreach(func(e *ast.Term) {
-			if err != nil {
-				return
-			}
-			var x term
-			x, err = tr.term(e)
-			out.elems = append(out.elems, x)
-		})
-		if err != nil {
-			return term{}, err
-		}
-		return tr.fold(t, out), nil
+		return tr.collection(t, tSet, v.Len(), v.Foreach)
 	case ast.Object:
 		out := term{kind: tObject, elems: make([]term, 0, 2*v.Len())}
 		var err error
@@ -486,6 +460,25 @@ func (tr *translator) term(t *ast.Term) (term, error) {
 
 // fold turns a composite literal without variables or references into a
 // constant.
+// collection translates an array or a set: its n elements, in foreach's
+// order.
+func (tr *translator) collection(t *ast.Term, kind termKind, n int, foreach func(func(*ast.Term))) (term, error) {
+	out := term{kind: kind, elems: make([]term, 0, n)}
+	var err error
+	foreach(func(e *ast.Term) {
+		if err != nil {
+			return
+		}
+		var x term
+		x, err = tr.term(e)
+		out.elems = append(out.elems, x)
+	})
+	if err != nil {
+		return term{}, err
+	}
+	return tr.fold(t, out), nil
+}
+
 func (tr *translator) fold(t *ast.Term, x term) term {
 	terms := make([]*ast.Term, len(x.elems))
 	for i := range x.elems {
