@@ -233,11 +233,9 @@ func (i dirInfo) Sys() any           { return nil }
 
 // dirFile is an open directory: its entries are listed on first ReadDir.
 type dirFile struct {
-	fsys   *bucketFS
-	name   string
-	ents   []fs.DirEntry
-	listed bool
-	off    int
+	fsys *bucketFS
+	name string
+	dirPager
 }
 
 func (d *dirFile) Stat() (fs.FileInfo, error) { return dirInfo{name: path.Base(d.name)}, nil }
@@ -247,10 +245,30 @@ func (d *dirFile) Read([]byte) (int, error) {
 func (d *dirFile) Close() error { return nil }
 
 func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	if !d.listed {
+	return d.page(n, func() ([]fs.DirEntry, error) {
 		ents, err := d.fsys.list(d.name)
 		if err != nil {
 			return nil, &fs.PathError{Op: "readdir", Path: d.name, Err: err}
+		}
+		return ents, nil
+	})
+}
+
+// dirPager is fs.ReadDirFile's paging over entries listed on first use,
+// for the directories of bucketFS and unionFS.
+type dirPager struct {
+	ents   []fs.DirEntry
+	listed bool
+	off    int
+}
+
+// page returns the next n entries (all the rest if n <= 0), listing them
+// first if that has not been done.
+func (d *dirPager) page(n int, list func() ([]fs.DirEntry, error)) ([]fs.DirEntry, error) {
+	if !d.listed {
+		ents, err := list()
+		if err != nil {
+			return nil, err
 		}
 		d.ents, d.listed = ents, true
 	}

@@ -2,7 +2,6 @@ package upload
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"slices"
 	"strings"
@@ -106,30 +105,11 @@ func (u unionFS) ReadDir(name string) ([]fs.DirEntry, error) {
 // entries are those of every layer.
 type unionDir struct {
 	fs.File
-	fsys   unionFS
-	name   string
-	ents   []fs.DirEntry
-	listed bool
-	off    int
+	fsys unionFS
+	name string
+	dirPager
 }
 
 func (d *unionDir) ReadDir(n int) ([]fs.DirEntry, error) {
-	if !d.listed {
-		ents, err := d.fsys.ReadDir(d.name)
-		if err != nil {
-			return nil, err
-		}
-		d.ents, d.listed = ents, true
-	}
-	rest := d.ents[d.off:]
-	if n <= 0 {
-		d.off = len(d.ents)
-		return rest, nil
-	}
-	if len(rest) == 0 {
-		return nil, io.EOF
-	}
-	rest = rest[:min(n, len(rest))]
-	d.off += len(rest)
-	return rest, nil
+	return d.page(n, func() ([]fs.DirEntry, error) { return d.fsys.ReadDir(d.name) })
 }
