@@ -465,11 +465,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			return append(b, 'N', 'M'), true
 		}
 		var buf [16]string
-		keys := buf[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := sortedKeys(buf[:0], x)
 		b = binary.AppendUvarint(append(b, 'M'), uint64(len(keys)))
 		for _, k := range keys {
 			b = appendStr(b, k)
@@ -484,11 +480,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			return append(b, 'N', 'm'), true
 		}
 		var buf [16]string
-		keys := buf[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := sortedKeys(buf[:0], x)
 		b = binary.AppendUvarint(append(b, 'm'), uint64(len(keys)))
 		for _, k := range keys {
 			b = appendStr(appendStr(b, k), x[k])
@@ -502,4 +494,13 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 		}
 		return appendStr(append(b, 'J'), string(j)), true
 	}
+}
+
+// sortedKeys appends m's keys to buf, sorted.
+func sortedKeys[V any](buf []string, m map[string]V) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
 }
