@@ -151,6 +151,9 @@ func Run(ctx context.Context, t Target, o RunOptions) (*RunReport, error) {
 	if o.Plan == nil || len(o.Tokens) == 0 {
 		return nil, errors.New("bench: a plan and at least one token are required")
 	}
+	if o.Plan.Units() == 0 {
+		return nil, errors.New("bench: the plan has no requests")
+	}
 	if o.Concurrency < 1 {
 		return nil, errors.New("bench: concurrency must be at least 1")
 	}
@@ -218,7 +221,7 @@ func Run(ctx context.Context, t Target, o RunOptions) (*RunReport, error) {
 	}
 	r := &runner{
 		plan:    o.Plan,
-		per:     int64(o.Plan.Len()),
+		units:   int64(o.Plan.Units()),
 		opts:    o,
 		hc:      hc,
 		prefix:  prefix,
@@ -229,11 +232,7 @@ func Run(ctx context.Context, t Target, o RunOptions) (*RunReport, error) {
 	if o.Requests > 0 {
 		r.limit = o.Requests
 	}
-	if o.Scans > 0 {
-		if n := int64(o.Scans) * r.per; r.limit < 0 || n < r.limit {
-			r.limit = n
-		}
-	}
+	r.passes = int64(o.Scans)
 	cpu0, machine0 := processCPU(), machineCPU()
 	start := time.Now()
 	r.start = start
@@ -314,7 +313,8 @@ func Run(ctx context.Context, t Target, o RunOptions) (*RunReport, error) {
 
 type runner struct {
 	plan     *Plan
-	per      int64
+	units    int64 // units per scan
+	passes   int64 // scans to run (0: no limit)
 	opts     RunOptions
 	hc       *fasthttp.HostClient
 	prefix   string
@@ -324,9 +324,10 @@ type runner struct {
 	deadline time.Time
 	scans    *scanTracker
 
-	next atomic.Int64 // the next request's sequence number
-	done atomic.Int64 // requests answered (or failed)
-	errs atomic.Int64
+	nextUnit atomic.Int64 // the next unit's sequence number (scan * units + unit)
+	next     atomic.Int64 // the next request's sequence number
+	done     atomic.Int64 // requests answered (or failed)
+	errs     atomic.Int64
 	// canned: a verified response had the floor's fake signature.
 	canned   atomic.Bool
 	verified atomic.Int64
@@ -353,11 +354,13 @@ func (s *workerStats) fail(class, sample string) {
 var authorizationKey = []byte(`"Authorization"`)
 
 func (r *runner) work(ctx context.Context, w int, st *workerStats) {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
+	k := &worker{r: r, st: st, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse(),
+		rng: rand.New(rand.NewPCG(r.opts.Seed, uint64(w)+1)), uris: map[string]string{}}
+	defer fasthttp.ReleaseRequest(k.req)
+	defer fasthttp.ReleaseResponse(k.resp)
 	// What Iceberg's REST HTTPClient (Apache HttpClient 5) sends to the
 	// signer, besides the bearer token.
+	req := k.req
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "application/json")
@@ -365,81 +368,107 @@ func (r *runner) work(ctx context.Context, w int, st *workerStats) {
 	req.Header.Set("X-Client-Git-Commit-Short", "2114bf6")
 	req.Header.SetUserAgent("Apache-HttpClient/5.4.4 (Java/17.0.13)")
 
-	rng := rand.New(rand.NewPCG(r.opts.Seed, uint64(w)+1))
-	var (
-		sr   SignRequest
-		body []byte
-		inv  [36]byte
-		uris = map[string]string{}
-	)
-	now := time.Now()
+	k.now = time.Now()
 	for {
-		if ctx.Err() != nil {
+		// One unit at a time, its requests in order: a file's footer
+		// before its column reads, as an engine's reader sends them.
+		u := r.nextUnit.Add(1) - 1
+		pass, unit := u/r.units, int(u%r.units)
+		if r.passes > 0 && pass >= r.passes {
 			return
 		}
-		if !r.deadline.IsZero() && !now.Before(r.deadline) {
-			return
+		start, end := r.plan.Unit(unit)
+		if unit == 0 {
+			r.scans.begin(pass, k.now)
 		}
-		n := r.next.Add(1) - 1
-		if r.limit >= 0 && n >= r.limit {
-			return
-		}
-		pass, idx := n/r.per, int(n%r.per)
-		if idx == 0 {
-			r.scans.begin(pass, now)
-		}
-		appendUUID(inv[:0], rng.Uint64(), rng.Uint64())
-		r.plan.Fill(&sr, idx, string(inv[:]))
-		body = AppendJSON(body[:0], &sr)
-		uri, ok := uris[sr.Path]
-		if !ok {
-			uri = r.prefix + sr.Path
-			uris[sr.Path] = uri
-		}
-		req.SetRequestURI(uri)
-		req.Header.Set(fasthttp.HeaderAuthorization, r.bearers[sr.Principal%len(r.bearers)])
-		req.SetBodyRaw(body)
-
-		t0 := time.Now()
-		err := r.hc.Do(req, resp)
-		now = time.Now()
-		lat := now.Sub(t0)
-		switch {
-		case err != nil:
-			class := "transport"
-			if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || isTimeout(err) {
-				class = "timeout"
+		for idx := start; idx < end; idx++ {
+			if !k.send(ctx, pass, idx) {
+				return
 			}
-			st.fail(class, err.Error())
-			r.errs.Add(1)
-		case resp.StatusCode() != fasthttp.StatusOK:
-			st.hist.Record(lat)
-			st.fail(fmt.Sprint(resp.StatusCode()), string(resp.Body()))
-			r.errs.Add(1)
-		case !bytes.Contains(resp.Body(), authorizationKey):
-			st.hist.Record(lat)
-			st.fail("bad-response", "no Authorization header in "+string(resp.Body()))
-			r.errs.Add(1)
-		default:
-			st.hist.Record(lat)
-			if v := r.opts.VerifyEvery; v > 0 && n%int64(v) == 0 {
-				r.verified.Add(1)
-				canned, err := VerifyResponse(&sr, resp.Body())
-				if err != nil {
-					st.fail("bad-response", err.Error())
-					r.errs.Add(1)
-					break
-				}
-				if canned {
-					r.canned.Store(true)
-				}
-			}
-			st.ok++
-			st.objects += int64(sr.Objects)
 		}
-		r.scans.end(pass, now)
-		r.done.Add(1)
 	}
+}
+
+// worker is one connection's loop and its reused buffers.
+type worker struct {
+	r    *runner
+	st   *workerStats
+	req  *fasthttp.Request
+	resp *fasthttp.Response
+	rng  *rand.Rand
+	sr   SignRequest
+	body []byte
+	inv  [36]byte
+	uris map[string]string // path -> URL
+	now  time.Time         // when the last answer came
+}
+
+// send sends request idx of the plan and records its answer; false: the
+// run is over.
+func (k *worker) send(ctx context.Context, pass int64, idx int) bool {
+	r, st, req, resp := k.r, k.st, k.req, k.resp
+	if ctx.Err() != nil {
+		return false
+	}
+	if !r.deadline.IsZero() && !k.now.Before(r.deadline) {
+		return false
+	}
+	n := r.next.Add(1) - 1
+	if r.limit >= 0 && n >= r.limit {
+		return false
+	}
+	appendUUID(k.inv[:0], k.rng.Uint64(), k.rng.Uint64())
+	r.plan.Fill(&k.sr, idx, string(k.inv[:]))
+	k.body = AppendJSON(k.body[:0], &k.sr)
+	uri, ok := k.uris[k.sr.Path]
+	if !ok {
+		uri = r.prefix + k.sr.Path
+		k.uris[k.sr.Path] = uri
+	}
+	req.SetRequestURI(uri)
+	req.Header.Set(fasthttp.HeaderAuthorization, r.bearers[k.sr.Principal%len(r.bearers)])
+	req.SetBodyRaw(k.body)
+
+	t0 := time.Now()
+	err := r.hc.Do(req, resp)
+	k.now = time.Now()
+	lat := k.now.Sub(t0)
+	switch {
+	case err != nil:
+		class := "transport"
+		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || isTimeout(err) {
+			class = "timeout"
+		}
+		st.fail(class, err.Error())
+		r.errs.Add(1)
+	case resp.StatusCode() != fasthttp.StatusOK:
+		st.hist.Record(lat)
+		st.fail(fmt.Sprint(resp.StatusCode()), string(resp.Body()))
+		r.errs.Add(1)
+	case !bytes.Contains(resp.Body(), authorizationKey):
+		st.hist.Record(lat)
+		st.fail("bad-response", "no Authorization header in "+string(resp.Body()))
+		r.errs.Add(1)
+	default:
+		st.hist.Record(lat)
+		if v := r.opts.VerifyEvery; v > 0 && n%int64(v) == 0 {
+			r.verified.Add(1)
+			canned, err := VerifyResponse(&k.sr, resp.Body())
+			if err != nil {
+				st.fail("bad-response", err.Error())
+				r.errs.Add(1)
+				break
+			}
+			if canned {
+				r.canned.Store(true)
+			}
+		}
+		st.ok++
+		st.objects += int64(k.sr.Objects)
+	}
+	r.scans.end(pass, k.now)
+	r.done.Add(1)
+	return true
 }
 
 func isTimeout(err error) bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,12 @@ type fakeSigner struct {
 	n         atomic.Int64
 	denyEvery int64
 	wrongURI  bool
+
+	// footerDelay holds each footer read's answer back; a column read of
+	// a file whose footer read is not answered yet counts in early.
+	footerDelay time.Duration
+	footers     sync.Map // uri -> answered
+	early       atomic.Int64
 }
 
 func (f *fakeSigner) handle(ctx *fasthttp.RequestCtx) {
@@ -48,6 +55,14 @@ func (f *fakeSigner) handle(ctx *fasthttp.RequestCtx) {
 	if err := json.Unmarshal(ctx.PostBody(), &in); err != nil {
 		ctx.SetStatusCode(400)
 		return
+	}
+	if rng := in.Headers["Range"]; f.footerDelay > 0 && len(rng) == 1 {
+		if strings.HasPrefix(rng[0], "bytes=-") {
+			time.Sleep(f.footerDelay)
+			defer f.footers.Store(in.URI, true)
+		} else if _, ok := f.footers.Load(in.URI); !ok {
+			f.early.Add(1)
+		}
 	}
 	in.Headers["Authorization"] = []string{"AWS4-HMAC-SHA256 Credential=AK/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00"}
 	if f.wrongURI {
@@ -137,6 +152,27 @@ func TestRunStopsByScansAndDuration(t *testing.T) {
 	})
 	if err == nil || rep == nil || rep.OK == 0 {
 		t.Errorf("cancelled run: %v, %+v", err, rep)
+	}
+}
+
+// TestRunReadsAFileInOrder: a file's column read goes out only after its
+// footer read is answered, as a Parquet reader needs the footer to find
+// the column chunks.
+func TestRunReadsAFileInOrder(t *testing.T) {
+	f := &fakeSigner{footerDelay: 5 * time.Millisecond}
+	url := startFake(t, f)
+	plan := smallPlan(t, 40)
+	rep, err := Run(context.Background(), Target{Name: "full", URL: url, MetricsURL: "-"}, RunOptions{
+		Plan: plan, Tokens: []string{"tok-a"}, Concurrency: 8, Scans: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK != int64(plan.Len()) || len(rep.ScanSeconds) != 1 {
+		t.Fatalf("%d of %d requests answered, scans %v, errors %v", rep.OK, plan.Len(), rep.ScanSeconds, rep.Errors)
+	}
+	if n := f.early.Load(); n != 0 {
+		t.Errorf("%d column reads went out before their file's footer read was answered", n)
 	}
 }
 

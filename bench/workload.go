@@ -166,6 +166,7 @@ type Plan struct {
 	w         Workload
 	files     []dataFile
 	ops       []op
+	units     []int32 // where each unit of ops starts (see Units)
 	writes    []write
 	dels      []deleteOp
 	routes    []string // per table
@@ -256,6 +257,7 @@ func NewPlan(w Workload) (*Plan, error) {
 	nextWrite := true
 	for i := range p.files {
 		f := &p.files[i]
+		p.units = append(p.units, int32(len(p.ops)))
 		for range w.HeadsPerFile {
 			p.ops = append(p.ops, op{kind: KindHead, index: int32(i)})
 		}
@@ -279,10 +281,12 @@ func NewPlan(w Workload) (*Plan, error) {
 		}
 	}
 	for wi < w.Writes {
+		p.units = append(p.units, int32(len(p.ops)))
 		p.addWrite(rng, wi, objectURI)
 		wi++
 	}
 	for di < w.Deletes {
+		p.units = append(p.units, int32(len(p.ops)))
 		p.addDelete(di)
 		di++
 	}
@@ -402,6 +406,24 @@ func (p *Plan) Workload() Workload { return p.w }
 
 // Len is the number of sign requests in one scan.
 func (p *Plan) Len() int { return len(p.ops) }
+
+// Units is the number of units of one scan. A unit is what one engine
+// thread does in order: a data file's HEADs, footer read and column reads
+// (a Parquet reader finds the column chunks in the footer, so it cannot
+// read them before the footer's answer), with a write or delete spread
+// over the scan after it; a multipart upload's requests are in order too
+// (the parts need the upload id).
+func (p *Plan) Units() int { return len(p.units) }
+
+// Unit returns the requests of unit u: indexes start <= i < end.
+func (p *Plan) Unit(u int) (start, end int) {
+	start = int(p.units[u])
+	end = len(p.ops)
+	if u+1 < len(p.units) {
+		end = int(p.units[u+1])
+	}
+	return start, end
+}
 
 // Objects is the number of per-object decisions in one scan.
 func (p *Plan) Objects() int64 { return p.objects }
