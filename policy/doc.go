@@ -29,6 +29,17 @@
 //     they are; an index picks the candidate rules by their startswith and
 //     equality tests on those fields; built-ins run OPA's implementations
 //     (or equivalent Go code for the common ones, tested against them).
+//   - Per scope, the residual's recent decisions are remembered (512,
+//     direct-mapped) by the object's key, ARN, prefix, source and header
+//     names, when the decision read no header value: an engine reads a
+//     file several times (its footer, then column chunks), each read with
+//     another Range and amz-sdk-invocation-id, and the policy's answer is
+//     the same. Whether a header value was read is tracked where values
+//     are produced (they are lazy strings; a lookup, an iteration's value
+//     used, or the headers object built all count), so a policy that reads
+//     one is evaluated for every object. TestFastPathSemantics and
+//     TestFastPathDifferential decide each input's sibling (same object,
+//     other header values) and compare it with OPA too.
 //   - The cache is an LRU (golang-lru, FastPathOptions.CacheSize scopes,
 //     DefaultCacheSize, and at most 50,000 residual rules, about 50 MB)
 //     behind a lock-free direct-mapped front: a hot scope is found with

@@ -36,6 +36,7 @@ const DefaultCacheSize = 256
 
 const (
 	l1Size   = 256  // lock-free front of the cache, direct-mapped
+	memoSize = 512  // remembered decisions per scope, direct-mapped
 	seenSize = 4096 // scopes seen once, waiting for a second sighting
 	// maxResidualRules: a scope whose residual is larger is decided by full
 	// evaluations (a residual takes about 1 KB per rule).
@@ -85,7 +86,8 @@ type fastPath struct {
 }
 
 type fastStats struct {
-	hits        atomic.Uint64 // decided by a residual
+	hits        atomic.Uint64 // decided by a residual (or its remembered decision)
+	memoHits    atomic.Uint64 // of those, remembered
 	misses      atomic.Uint64 // no residual for the scope (yet)
 	unsupported atomic.Uint64 // the scope's residual is unsupported
 	fallbacks   atomic.Uint64 // the residual could not decide this object
@@ -101,6 +103,19 @@ type scope struct {
 	known *knownInput
 	prog  *program // nil: unsupported, decide by full evaluation
 	err   error
+
+	// memo remembers the residual's recent decisions that read no header
+	// value, by the object's other fields (appendObjectKey): an engine
+	// reads one file several times (footer, then column chunks), each
+	// read another Range.
+	memo [memoSize]atomic.Pointer[memoDecision]
+}
+
+type memoDecision struct {
+	hash   uint64
+	key    string
+	allow  bool
+	reason string
 }
 
 // newFastPath returns nil, and a reason, when the policy must always be
@@ -289,11 +304,23 @@ func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason st
 		f.hook(false)
 		return false, "", false
 	}
-	allow, reason, err := f.run(ctx, s, in)
+	okey := appendObjectKey(buf[:0], in)
+	oh := maphash.Bytes(f.seed, okey)
+	slot := &s.memo[oh%memoSize]
+	if d := slot.Load(); d != nil && d.hash == oh && d.key == string(okey) {
+		f.stats.hits.Add(1)
+		f.stats.memoHits.Add(1)
+		f.hook(true)
+		return d.allow, d.reason, true
+	}
+	allow, reason, valuesRead, err := f.run(ctx, s, in)
 	if err != nil {
 		f.stats.fallbacks.Add(1)
 		f.hook(false)
 		return false, "", false
+	}
+	if !valuesRead {
+		slot.Store(&memoDecision{hash: oh, key: string(okey), allow: allow, reason: reason})
 	}
 	f.stats.hits.Add(1)
 	f.hook(true)
@@ -493,8 +520,9 @@ var residualSkipStages = []ast.StageID{
 
 var residualCapabilities = sync.OnceValue(func() *ast.Capabilities { return ast.CapabilitiesForThisVersion() })
 
-// run evaluates the scope's residual for one object.
-func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (allow bool, reason string, err error) {
+// run evaluates the scope's residual for one object. valuesRead: the
+// decision used a header's value.
+func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (allow bool, reason string, valuesRead bool, err error) {
 	m := getMachine(ctx, s.prog, nil)
 	m.in = &m.inBuf
 	m.inBuf.reset(s.known, in)
@@ -511,16 +539,17 @@ func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (allow bool, re
 	}()
 	tuple, err := m.run()
 	if err != nil {
-		return false, "", err
+		return false, "", false, err
 	}
 	if len(tuple) != f.nTargets {
-		return false, "", errFallback
+		return false, "", false, errFallback
 	}
+	valuesRead = m.inBuf.valuesRead
 	// The other targets were evaluated only for their errors.
 	var r ast.String
 	if f.reasonIdx >= 0 {
 		r, _ = tuple[f.reasonIdx].(ast.String)
 	}
 	a, _ := tuple[0].(ast.Boolean)
-	return bool(a), string(r), nil
+	return bool(a), string(r), valuesRead, nil
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -130,6 +131,33 @@ func BenchmarkAuthorizeFast(b *testing.B) {
 			benchDecide(b, ins, e.Authorize)
 			if st := &e.fast.stats; st.hits.Load() < uint64(b.N) {
 				b.Fatalf("only %d fast decisions", st.hits.Load())
+			}
+		})
+	}
+}
+
+// BenchmarkAuthorizeFastTwoReads is the scan as engines read: each file's
+// footer, then a column chunk (another Range): the second decision is
+// remembered.
+func BenchmarkAuthorizeFastTwoReads(b *testing.B) {
+	ins := scanInputs(4096)
+	pairs := make([]*Input, 0, 2*len(ins))
+	for _, in := range ins {
+		col := *in
+		col.Request.Headers = maps.Clone(in.Request.Headers)
+		col.Request.Headers["range"] = "bytes=100-8291"
+		pairs = append(pairs, in, &col)
+	}
+	for _, name := range []string{"grants-10k", "combined-10k"} {
+		e := benchEngines(b)[name]
+		forceBuild(e)
+		if d, err := e.Authorize(context.Background(), ins[0]); err != nil || !d.Allow {
+			b.Fatal(d, err)
+		}
+		b.Run(name, func(b *testing.B) {
+			benchDecide(b, pairs, e.Authorize)
+			if st := &e.fast.stats; st.memoHits.Load() < uint64(b.N)/3 {
+				b.Fatalf("only %d of %d decisions remembered", st.memoHits.Load(), b.N)
 			}
 		})
 	}

@@ -143,6 +143,11 @@ type objInput struct {
 	hdrKeys, hdrVals []ast.Value
 	hdrStrs          []lazyStr
 	hdrDone          bool
+	// valuesRead: the decision used some header's value (not only its
+	// name). A decision that did not depends on the object's key, ARN,
+	// prefix, source and header names only, and is remembered by those
+	// (scope.memo).
+	valuesRead bool
 }
 
 // headerValues are the header names and values as AST values, built once
@@ -153,7 +158,7 @@ func (o *objInput) headerValues() ([]ast.Value, []ast.Value) {
 		o.hdrKeys, o.hdrVals, o.hdrStrs = o.hdrKeys[:0], o.hdrVals[:0], o.hdrStrs[:0]
 		for name, val := range o.headers {
 			o.hdrKeys = append(o.hdrKeys, ast.String(name))
-			o.hdrStrs = append(o.hdrStrs, lazyStr{s: val})
+			o.hdrStrs = append(o.hdrStrs, lazyStr{s: val, read: &o.valuesRead})
 		}
 		for i := range o.hdrStrs {
 			o.hdrVals = append(o.hdrVals, &o.hdrStrs[i])
@@ -162,15 +167,20 @@ func (o *objInput) headerValues() ([]ast.Value, []ast.Value) {
 	return o.hdrKeys, o.hdrVals
 }
 
-// lazyStr is a string value boxed only when used.
+// lazyStr is a string value boxed only when used. Every use of its
+// content goes through value().
 type lazyStr struct {
-	s   string
-	val ast.Value
+	s    string
+	val  ast.Value
+	read *bool // if set, value() sets *read
 }
 
 func (l *lazyStr) value() ast.Value {
 	if l.val == nil {
 		l.val = ast.String(l.s)
+		if l.read != nil {
+			*l.read = true
+		}
 	}
 	return l.val
 }
@@ -194,6 +204,7 @@ func (o *objInput) reset(k *knownInput, in *Input) {
 		o.prefix = ast.NullValue
 	}
 	o.headers = in.Request.Headers
+	o.valuesRead = false
 	for i := range o.lazy {
 		o.lazy[i] = lazyVal{in: o, kind: lazyKind(i)}
 		o.mat[i] = nil
@@ -236,6 +247,7 @@ func (l *lazyVal) value() ast.Value {
 	var v ast.Value
 	switch l.kind {
 	case lzHeaders:
+		o.valuesRead = true
 		kvs := make([][2]*ast.Term, 0, len(o.headers))
 		for name, val := range o.headers {
 			kvs = append(kvs, [2]*ast.Term{ast.StringTerm(name), ast.StringTerm(val)})
@@ -319,6 +331,7 @@ func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
 		if !ok {
 			return nil, false
 		}
+		o.valuesRead = true
 		return ast.String(v), true
 	}
 }
@@ -348,6 +361,31 @@ func validObjectFields(in *Input) bool {
 		}
 	}
 	return true
+}
+
+// appendObjectKey appends an exact encoding of the per-object fields a
+// decision that read no header value depends on: the key, ARN, prefix,
+// source and the header names (in order, and whether there are headers at
+// all: a nil map is JSON null).
+func appendObjectKey(b []byte, in *Input) []byte {
+	b = appendStr(b, in.Resource.Key)
+	b = appendStr(b, in.Resource.ARN)
+	if p := in.Resource.Prefix; p == nil {
+		b = append(b, 0)
+	} else {
+		b = appendStr(append(b, 1), *p)
+	}
+	b = appendStr(b, in.Source.IP)
+	if in.Request.Headers == nil {
+		return append(b, 'n')
+	}
+	var buf [16]string
+	names := sortedKeys(buf[:0], in.Request.Headers)
+	b = binary.AppendUvarint(append(b, 'h'), uint64(len(names)))
+	for _, n := range names {
+		b = appendStr(b, n)
+	}
+	return b
 }
 
 // appendScopeKey appends an exact encoding of everything in the input that
