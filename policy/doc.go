@@ -29,12 +29,12 @@
 //     they are; an index picks the candidate rules by their startswith and
 //     equality tests on those fields; built-ins run OPA's implementations
 //     (or equivalent Go code for the common ones, tested against them).
-//   - Per scope, the residual's recent decisions are remembered (512,
-//     direct-mapped) by the object's key, ARN, prefix, source and header
-//     names, when the decision read no header value: an engine reads a
-//     file several times (its footer, then column chunks), each read with
-//     another Range and amz-sdk-invocation-id, and the policy's answer is
-//     the same. Whether a header value was read is tracked where values
+//   - The residuals' recent decisions are remembered (4,096 for all scopes,
+//     direct-mapped, about 1 MB) by scope and the object's key, ARN,
+//     prefix, source and header names, when the decision read no header
+//     value: an engine reads a file several times (its footer, then
+//     column chunks), each read with another Range and
+//     amz-sdk-invocation-id, and the policy's answer is the same. Whether a header value was read is tracked where values
 //     are produced (they are lazy strings; a lookup, an iteration's value
 //     used, or the headers object built all count), so a policy that reads
 //     one is evaluated for every object. TestFastPathSemantics and

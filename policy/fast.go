@@ -36,7 +36,7 @@ const DefaultCacheSize = 256
 
 const (
 	l1Size   = 256  // lock-free front of the cache, direct-mapped
-	memoSize = 512  // remembered decisions per scope, direct-mapped
+	memoSize = 4096 // remembered decisions (all scopes), direct-mapped
 	seenSize = 4096 // scopes seen once, waiting for a second sighting
 	// maxResidualRules: a scope whose residual is larger is decided by full
 	// evaluations (a residual takes about 1 KB per rule).
@@ -79,6 +79,13 @@ type fastPath struct {
 	l2       *lru.Cache[uint64, *scope]
 	seen     [seenSize]atomic.Uint64
 	building atomic.Bool
+	scopeIDs atomic.Uint64
+	// memo remembers the residuals' recent decisions that read no header
+	// value, by scope and the object's other fields (appendObjectKey): an
+	// engine reads one file several times (footer, then column chunks),
+	// each read with another Range. One table for all scopes bounds its
+	// memory (about 1 MB) however many scopes are cached.
+	memo     [memoSize]atomic.Pointer[memoDecision]
 	rules    atomic.Int64 // rules of the cached residuals
 	maxRules int64        // maxCachedRules (tests: less)
 
@@ -103,15 +110,13 @@ type scope struct {
 	known *knownInput
 	prog  *program // nil: unsupported, decide by full evaluation
 	err   error
-
-	// memo remembers the residual's recent decisions that read no header
-	// value, by the object's other fields (appendObjectKey): an engine
-	// reads one file several times (footer, then column chunks), each
-	// read another Range.
-	memo [memoSize]atomic.Pointer[memoDecision]
+	id    uint64 // unique in its fastPath: names the scope in memo
 }
 
+// memoDecision is a remembered decision of scope id's residual for the
+// object whose appendObjectKey is key.
 type memoDecision struct {
+	scope  uint64
 	hash   uint64
 	key    string
 	allow  bool
@@ -306,8 +311,8 @@ func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason st
 	}
 	okey := appendObjectKey(buf[:0], in)
 	oh := maphash.Bytes(f.seed, okey)
-	slot := &s.memo[oh%memoSize]
-	if d := slot.Load(); d != nil && d.hash == oh && d.key == string(okey) {
+	slot := &f.memo[(oh^s.id*0x9e3779b97f4a7c15)%memoSize]
+	if d := slot.Load(); d != nil && d.scope == s.id && d.hash == oh && d.key == string(okey) {
 		f.stats.hits.Add(1)
 		f.stats.memoHits.Add(1)
 		f.hook(true)
@@ -320,7 +325,7 @@ func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason st
 		return false, "", false
 	}
 	if !valuesRead {
-		slot.Store(&memoDecision{hash: oh, key: string(okey), allow: allow, reason: reason})
+		slot.Store(&memoDecision{scope: s.id, hash: oh, key: string(okey), allow: allow, reason: reason})
 	}
 	f.stats.hits.Add(1)
 	f.hook(true)
@@ -395,7 +400,7 @@ func (f *fastPath) evicted(_ uint64, s *scope) {
 
 func (f *fastPath) build(h uint64, key []byte, known *knownInput) {
 	defer f.building.Store(false)
-	s := &scope{hash: h, key: key, known: known}
+	s := &scope{hash: h, key: key, known: known, id: f.scopeIDs.Add(1)}
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
