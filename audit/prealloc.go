@@ -33,6 +33,16 @@ import (
 
 const preallocName = "next.prealloc"
 
+// writeBacker is a File that can write a range back to the device without
+// a cache flush (osFile on Linux: sync_file_range). The zero-fill writes
+// each 256 KB chunk back before the next: left to the final fdatasync,
+// 70 MB of dirty pages would drain in one burst, and the log's own
+// fdatasync would wait behind it (batches stalled up to 50–60 ms at each
+// segment rotation under load, against 15 ms without rotations).
+type writeBacker interface {
+	WriteBack(off, n int64) error
+}
+
 // preparer zero-fills the next segment file in the background.
 type preparer struct {
 	ready atomic.Bool   // next.prealloc is complete and durable
@@ -60,14 +70,18 @@ func (l *Log) prepare() error {
 		l.prep.zero = make([]byte, 256<<10)
 	}
 	zero := l.prep.zero
-	for left := l.preallocSize(); left > 0; {
-		n, err := f.Write(zero[:min(int64(len(zero)), left)])
+	wb, _ := f.(writeBacker)
+	for off, size := int64(0), l.preallocSize(); off < size; {
+		n, err := f.Write(zero[:min(int64(len(zero)), size-off)])
+		if err == nil && wb != nil {
+			err = wb.WriteBack(off, int64(n))
+		}
 		if err != nil {
 			f.Close()
 			os.Remove(path)
 			return err
 		}
-		left -= int64(n)
+		off += int64(n)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
