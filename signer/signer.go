@@ -331,7 +331,7 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host string, contentLength int64, signTime time.Time, clientDate string) (*Signed, error) {
 	signTime = signTime.UTC()
 	// ts is "YYYYMMDDTHHMMSSZ" then the scope "YYYYMMDD/region/s3/aws4_request".
-	b := signTime.AppendFormat(st.buf[:0], amzDateLayout)
+	b := appendAmzDate(st.buf[:0], signTime)
 	b = appendScope(b, signTime, r.Region)
 	ts := string(b)
 	amzDate, scope := ts[:len(amzDateLayout)], ts[len(amzDateLayout):]

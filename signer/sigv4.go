@@ -311,9 +311,25 @@ func keyStep(key []byte, data string) []byte {
 
 // appendScope appends "YYYYMMDD/region/s3/aws4_request".
 func appendScope(b []byte, t time.Time, region string) []byte {
-	b = t.AppendFormat(b, "20060102")
+	b = appendDate(b, t)
 	b = append(b, '/')
 	b = append(b, region...)
 	b = append(b, "/"+service+"/aws4_request"...)
 	return b
+}
+
+// appendAmzDate appends t (UTC) as amzDateLayout, "YYYYMMDDTHHMMSSZ":
+// time.AppendFormat interprets the layout on every call.
+func appendAmzDate(b []byte, t time.Time) []byte {
+	b = appendDate(b, t)
+	h, m, sec := t.Clock()
+	return append(b, 'T', byte('0'+h/10), byte('0'+h%10), byte('0'+m/10), byte('0'+m%10), byte('0'+sec/10), byte('0'+sec%10), 'Z')
+}
+
+// appendDate appends t's date as "YYYYMMDD" (years 0000-9999; SigV4 dates
+// are the signing time's).
+func appendDate(b []byte, t time.Time) []byte {
+	y, mo, d := t.Date()
+	return append(b, byte('0'+y/1000%10), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10),
+		byte('0'+mo/10), byte('0'+mo%10), byte('0'+d/10), byte('0'+d%10))
 }

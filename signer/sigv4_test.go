@@ -226,3 +226,18 @@ func opaquePath(host, rawPath string) string {
 	}
 	return "//" + host + rawPath
 }
+
+// TestAppendAmzDate: the hand-written date formats agree with
+// time.AppendFormat.
+func TestAppendAmzDate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 20000; i++ {
+		tm := time.Unix(rng.Int64N(253402300799), 0).UTC() // 1970 .. 9999-12-31
+		if got, want := string(appendAmzDate(nil, tm)), tm.Format(amzDateLayout); got != want {
+			t.Fatalf("%v: %q, want %q", tm, got, want)
+		}
+		if got, want := string(appendScope(nil, tm, "eu-west-1")), tm.Format("20060102")+"/eu-west-1/s3/aws4_request"; got != want {
+			t.Fatalf("%v: %q, want %q", tm, got, want)
+		}
+	}
+}
