@@ -34,6 +34,8 @@ type Metrics struct {
 	tokenMiss    prometheus.Counter
 	policyHit    prometheus.Counter
 	policyMiss   prometheus.Counter
+	decisionHit  prometheus.Counter
+	decisionMiss prometheus.Counter
 	// AuditUploaded and AuditUploadFailures count segment uploads to S3.
 	AuditUploaded       prometheus.Counter
 	AuditUploadFailures prometheus.Counter
@@ -70,7 +72,7 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 14),
 		}, []string{"stage"}),
 		CacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "countersign_cache_lookups_total", Help: "Cache lookups by cache (token, policy) and result (hit, miss).",
+			Name: "countersign_cache_lookups_total", Help: "Cache lookups by cache (token; policy: a cached residual; decision: a remembered decision) and result (hit, miss).",
 		}, []string{"cache", "result"}),
 		AuditUploaded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "countersign_audit_uploads_total", Help: "Sealed audit segments uploaded and verified in the bucket.",
@@ -114,6 +116,8 @@ func New() *Metrics {
 	m.tokenMiss = m.CacheLookups.WithLabelValues("token", "miss")
 	m.policyHit = m.CacheLookups.WithLabelValues("policy", "hit")
 	m.policyMiss = m.CacheLookups.WithLabelValues("policy", "miss")
+	m.decisionHit = m.CacheLookups.WithLabelValues("decision", "hit")
+	m.decisionMiss = m.CacheLookups.WithLabelValues("decision", "miss")
 	return m
 }
 
@@ -138,6 +142,19 @@ func (m *Metrics) PolicyCache(hit bool) {
 		m.policyHit.Inc()
 	} else {
 		m.policyMiss.Inc()
+	}
+}
+
+// DecisionCache records a lookup of the policy's remembered decisions
+// (policy.ManagerOptions.OnRemembered).
+func (m *Metrics) DecisionCache(hit bool) {
+	if m == nil {
+		return
+	}
+	if hit {
+		m.decisionHit.Inc()
+	} else {
+		m.decisionMiss.Inc()
 	}
 }
 

@@ -35,9 +35,10 @@ type Options struct {
 	// FastPath configures the per-scope cache of partially evaluated
 	// policies (on by default).
 	FastPath FastPathOptions
-	// OnCache, if set, is called once per decision the fast path was asked
-	// for (see ManagerOptions.OnCache).
-	OnCache func(hit bool)
+	// OnCache and OnRemembered, if set, are called per decision (see
+	// ManagerOptions).
+	OnCache      func(hit bool)
+	OnRemembered func(hit bool)
 }
 
 // Engine evaluates the policy. It is immutable and safe for concurrent use;
@@ -75,13 +76,13 @@ func Load(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.FS != nil {
 		where = "the embedded policy"
 	}
-	return newEngine(ctx, where, mods, res.Documents, "", engineOptions{fast: opts.FastPath, onCache: opts.OnCache})
+	return newEngine(ctx, where, mods, res.Documents, "", engineOptions{fast: opts.FastPath, onCache: opts.OnCache, onRemembered: opts.OnRemembered})
 }
 
 // engineOptions are the Options that are not about the source.
 type engineOptions struct {
-	fast    FastPathOptions
-	onCache func(hit bool)
+	fast                  FastPathOptions
+	onCache, onRemembered func(hit bool)
 }
 
 // module is one parsed Rego file, from a directory or a bundle.
@@ -134,7 +135,7 @@ func newEngine(ctx context.Context, where string, mods []module, docs map[string
 		revision = content
 	}
 	e := &Engine{query: pq, revision: revision, content: content}
-	e.fast, e.noFast = newFastPath(parsed, docs, store, eo.fast, eo.onCache)
+	e.fast, e.noFast = newFastPath(parsed, docs, store, eo)
 	return e, nil
 }
 

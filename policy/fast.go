@@ -57,11 +57,12 @@ const (
 // Engine (a reload) starts with an empty one: nothing outlives the policy
 // and data it was computed from.
 type fastPath struct {
-	onCache    func(hit bool)
-	admitAfter int  // sightings of a scope before it is built (2; tests: 1)
-	syncBuild  bool // tests: build on the deciding goroutine
-	shallow    bool // benchmarks: shallow inlining instead of the analysis
-	noMemo     bool // benchmarks: run the residual for every object
+	onCache      func(hit bool)
+	onRemembered func(hit bool)
+	admitAfter   int  // sightings of a scope before it is built (2; tests: 1)
+	syncBuild    bool // tests: build on the deciding goroutine
+	shallow      bool // benchmarks: shallow inlining instead of the analysis
+	noMemo       bool // benchmarks: run the residual for every object
 
 	mods      []*ast.Module
 	store     storage.Store
@@ -126,7 +127,8 @@ type memoDecision struct {
 
 // newFastPath returns nil, and a reason, when the policy must always be
 // fully evaluated.
-func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, opts FastPathOptions, onCache func(bool)) (*fastPath, string) {
+func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, eo engineOptions) (*fastPath, string) {
+	opts := eo.fast
 	if opts.Disabled {
 		return nil, "disabled"
 	}
@@ -161,7 +163,7 @@ func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, o
 		size = DefaultCacheSize
 	}
 	f := &fastPath{
-		onCache: onCache, admitAfter: 2,
+		onCache: eo.onCache, onRemembered: eo.onRemembered, admitAfter: 2,
 		mods: mods, store: store, helper: helper, query: q.String(),
 		nTargets: len(targets), reasonIdx: reasonIdx,
 		seed: maphash.MakeSeed(), maxRules: maxCachedRules,
@@ -317,7 +319,13 @@ func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason st
 		f.stats.hits.Add(1)
 		f.stats.memoHits.Add(1)
 		f.hook(true)
+		if f.onRemembered != nil {
+			f.onRemembered(true)
+		}
 		return d.allow, d.reason, true
+	}
+	if f.onRemembered != nil {
+		f.onRemembered(false)
 	}
 	allow, reason, valuesRead, err := f.run(ctx, s, in)
 	if err != nil {

@@ -58,6 +58,12 @@ type ManagerOptions struct {
 	// evaluated. It runs on the request's goroutine: keep it to a counter
 	// increment.
 	OnCache func(hit bool)
+	// OnRemembered, if set, is called once per decision a cached residual
+	// was there for: hit is true when a remembered decision answered
+	// (the object was decided recently, see the package documentation),
+	// false when the residual was evaluated. Keep it to a counter
+	// increment too.
+	OnRemembered func(hit bool)
 }
 
 // Status describes the Manager's current policy and its last failure, for
@@ -119,7 +125,7 @@ func NewManager(ctx context.Context, src SourceConfig, opts ManagerOptions) (*Ma
 	if opts.FS != nil {
 		m.source = "embedded policy"
 		m.status.Source = m.source
-		e, err := Load(ctx, Options{FS: opts.FS, FastPath: opts.FastPath, OnCache: opts.OnCache})
+		e, err := Load(ctx, Options{FS: opts.FS, FastPath: opts.FastPath, OnCache: opts.OnCache, OnRemembered: opts.OnRemembered})
 		if err != nil {
 			return nil, err
 		}
@@ -313,7 +319,7 @@ func (m *Manager) load(ctx context.Context) (string, error) {
 			return "", nil
 		}
 		m.seenHash = sum
-		e, err = Load(ctx, Options{Paths: m.src.Paths, FastPath: m.opts.FastPath, OnCache: m.opts.OnCache})
+		e, err = Load(ctx, Options{Paths: m.src.Paths, FastPath: m.opts.FastPath, OnCache: m.opts.OnCache, OnRemembered: m.opts.OnRemembered})
 	}
 	if err != nil {
 		return "", err
@@ -334,7 +340,7 @@ func (m *Manager) load(ctx context.Context) (string, error) {
 }
 
 func (m *Manager) engineOptions() engineOptions {
-	return engineOptions{fast: m.opts.FastPath, onCache: m.opts.OnCache}
+	return engineOptions{fast: m.opts.FastPath, onCache: m.opts.OnCache, onRemembered: m.opts.OnRemembered}
 }
 
 func (m *Manager) swap(e *Engine) {

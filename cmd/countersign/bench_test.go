@@ -205,15 +205,16 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	// A scan asks the same question per object: the JWT cache answered
 	// nearly all of them and the policy's fast path (which builds a scope's
-	// residual in the background, slowly under -race) some, and serve
-	// reports both.
+	// residual in the background, slowly under -race) some; once it did, a
+	// file's column read after its footer got the remembered decision.
+	// serve reports all three.
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, cache := range []string{"token", "policy"} {
+	for _, cache := range []string{"token", "policy", "decision"} {
 		hits := metricValue(t, string(metrics), `countersign_cache_lookups_total{cache="`+cache+`",result="hit"}`)
 		misses := metricValue(t, string(metrics), `countersign_cache_lookups_total{cache="`+cache+`",result="miss"}`)
 		if hits == 0 || misses == 0 || (cache == "token" && hits < 10*misses) {

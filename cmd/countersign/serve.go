@@ -199,6 +199,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		OnReloadError: m.PolicyReloaded,
 		FastPath:      cfg.Policy.FastPath,
 		OnCache:       m.PolicyCache,
+		OnRemembered:  m.DecisionCache,
 	}
 	if dev && !cfg.Policy.Configured() {
 		mo.FS = policies.Dev()
