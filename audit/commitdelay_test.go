@@ -41,9 +41,14 @@ func TestCommitDelayGroupsABusyBatch(t *testing.T) {
 	if err := l.Append(ctx, accessRecord(1), accessRecord(2), accessRecord(3), accessRecord(4)); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	before := len(batches)
-	mu.Unlock()
+	// OnBatch runs after the batch's Appends are released: wait for it.
+	var before int
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		before = len(batches)
+		return before > 0 && batches[before-1] == 4
+	})
 	var wg sync.WaitGroup
 	for i := range 2 {
 		if i > 0 {
