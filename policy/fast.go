@@ -312,7 +312,8 @@ func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason st
 		f.hook(false)
 		return false, "", false
 	}
-	okey := appendObjectKey(buf[:0], in)
+	var obuf [256]byte
+	okey := appendObjectKey(obuf[:0], in)
 	oh := maphash.Bytes(f.seed, okey)
 	slot := &f.memo[(oh^s.id*0x9e3779b97f4a7c15)%memoSize]
 	if d := slot.Load(); !f.noMemo && d != nil && d.scope == s.id && d.hash == oh && d.key == string(okey) {
