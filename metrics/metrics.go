@@ -27,15 +27,10 @@ type Metrics struct {
 	AuthFailures *prometheus.CounterVec
 	// StageSeconds times each stage of the signing pipeline.
 	StageSeconds *prometheus.HistogramVec
-	// CacheLookups counts cache lookups by cache ("token", "policy") and
-	// result ("hit", "miss").
-	CacheLookups *prometheus.CounterVec
-	tokenHit     prometheus.Counter
-	tokenMiss    prometheus.Counter
-	policyHit    prometheus.Counter
-	policyMiss   prometheus.Counter
-	decisionHit  prometheus.Counter
-	decisionMiss prometheus.Counter
+	// CacheLookups counts cache lookups by cache ("token", "policy",
+	// "decision") and result ("hit", "miss").
+	CacheLookups                           *prometheus.CounterVec
+	tokenCache, policyCache, decisionCache hitMiss
 	// AuditUploaded and AuditUploadFailures count segment uploads to S3.
 	AuditUploaded       prometheus.Counter
 	AuditUploadFailures prometheus.Counter
@@ -112,49 +107,46 @@ func New() *Metrics {
 		m.AuditBatches, m.AuditRecords, m.AuditDecisions, m.AuditBatchRecords, m.AuditSyncSeconds,
 	)
 	// Resolved once: the hot path must not look labels up per call.
-	m.tokenHit = m.CacheLookups.WithLabelValues("token", "hit")
-	m.tokenMiss = m.CacheLookups.WithLabelValues("token", "miss")
-	m.policyHit = m.CacheLookups.WithLabelValues("policy", "hit")
-	m.policyMiss = m.CacheLookups.WithLabelValues("policy", "miss")
-	m.decisionHit = m.CacheLookups.WithLabelValues("decision", "hit")
-	m.decisionMiss = m.CacheLookups.WithLabelValues("decision", "miss")
+	m.tokenCache = m.newHitMiss("token")
+	m.policyCache = m.newHitMiss("policy")
+	m.decisionCache = m.newHitMiss("decision")
 	return m
+}
+
+// hitMiss is one cache's two CacheLookups counters.
+type hitMiss struct{ hit, miss prometheus.Counter }
+
+func (m *Metrics) newHitMiss(cache string) hitMiss {
+	return hitMiss{m.CacheLookups.WithLabelValues(cache, "hit"), m.CacheLookups.WithLabelValues(cache, "miss")}
+}
+
+func (c hitMiss) record(hit bool) {
+	if hit {
+		c.hit.Inc()
+	} else {
+		c.miss.Inc()
+	}
 }
 
 // TokenCache records a verified-token cache lookup (auth.Options.OnCache).
 func (m *Metrics) TokenCache(hit bool) {
-	if m == nil {
-		return
-	}
-	if hit {
-		m.tokenHit.Inc()
-	} else {
-		m.tokenMiss.Inc()
+	if m != nil {
+		m.tokenCache.record(hit)
 	}
 }
 
 // PolicyCache records a policy decision-cache lookup.
 func (m *Metrics) PolicyCache(hit bool) {
-	if m == nil {
-		return
-	}
-	if hit {
-		m.policyHit.Inc()
-	} else {
-		m.policyMiss.Inc()
+	if m != nil {
+		m.policyCache.record(hit)
 	}
 }
 
 // DecisionCache records a lookup of the policy's remembered decisions
 // (policy.ManagerOptions.OnRemembered).
 func (m *Metrics) DecisionCache(hit bool) {
-	if m == nil {
-		return
-	}
-	if hit {
-		m.decisionHit.Inc()
-	} else {
-		m.decisionMiss.Inc()
+	if m != nil {
+		m.decisionCache.record(hit)
 	}
 }
 
