@@ -1,11 +1,6 @@
 package audit
 
-import (
-	"errors"
-	"os"
-
-	"golang.org/x/sys/unix"
-)
+import "os"
 
 // File is what the log needs of a file it writes: append, make durable,
 // close. It is the fault-injection seam (Options.OpenFile): tests wrap the
@@ -49,25 +44,13 @@ func openOSFile(name string, flag int, perm os.FileMode) (File, error) {
 	return &osFile{File: f, fd: int(f.Fd()), dir: fi.IsDir()}, nil
 }
 
-// Sync uses fdatasync for files: appends change the size, which fdatasync
-// does flush, but not the mtime, which the log does not need, so it can
-// skip one metadata write per batch. Directories need fsync for their
-// entries. EINTR is the call being interrupted, not a failed writeback, so
-// it is retried (as os.File.Sync does); any other error is final: the
-// caller never syncs that file again.
+// Sync is datasync for files (fdatasync on Linux, file_linux.go) and
+// fsync for directories, whose entries are their data.
 func (f *osFile) Sync() error {
 	if f.dir {
 		return f.File.Sync()
 	}
-	for {
-		err := unix.Fdatasync(f.fd)
-		if !errors.Is(err, unix.EINTR) {
-			if err != nil {
-				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
-			}
-			return nil
-		}
-	}
+	return f.datasync()
 }
 
 // syncDir makes the directory entries of newly created files durable.
