@@ -15,7 +15,7 @@ import (
 
 // TestRealDiskFull fills a small tmpfs: write(2) then fails with ENOSPC
 // for real, and frees it again. It needs root (mount); elsewhere it is
-// skipped and the injected faults above cover the same paths.
+// skipped and the injected faults of fault_test.go cover the same paths.
 func TestRealDiskFull(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
