@@ -13,7 +13,7 @@ import (
 // error model, which clients show to users.
 func errorType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestHeaderFieldsTooLarge:
 		return "BadRequestException"
 	case http.StatusUnauthorized:
 		return "NotAuthorizedException"

@@ -4,9 +4,11 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +27,15 @@ type Config struct {
 	// MaxConcurrency caps requests served at once (fasthttp answers 503
 	// beyond it).
 	MaxConcurrency int
+	// TLS, when set, serves HTTPS. The server wraps the listener itself so
+	// that its connection handling sits beneath TLS, on the socket.
+	TLS *tls.Config
+	// LingerTimeout and LingerBytes bound the lingering close after an
+	// answer given before the whole request was read (413, 431): how long,
+	// and how many bytes, the rest of the request is read and discarded so
+	// the client reads the answer instead of a reset (defaults 5 s, 4 MiB).
+	LingerTimeout time.Duration
+	LingerBytes   int64
 }
 
 func (c *Config) setDefaults() {
@@ -43,7 +54,17 @@ func (c *Config) setDefaults() {
 	if c.MaxConcurrency <= 0 {
 		c.MaxConcurrency = 4096
 	}
+	if c.LingerTimeout <= 0 {
+		c.LingerTimeout = 5 * time.Second
+	}
+	if c.LingerBytes <= 0 {
+		c.LingerBytes = 4 << 20
+	}
 }
+
+// readBufferSize is fasthttp's read buffer, which bounds the request line
+// and headers together.
+const readBufferSize = 8 << 10
 
 // ReadinessCheck reports why the server cannot serve, or nil when it can.
 type ReadinessCheck func() error
@@ -53,6 +74,7 @@ type Server struct {
 	handler *Handler
 	ready   []ReadinessCheck
 	fast    *fasthttp.Server
+	cfg     Config
 	metrics fasthttp.RequestHandler // nil when metrics are off
 	closing atomic.Bool
 }
@@ -60,7 +82,7 @@ type Server struct {
 // New builds a Server around a sign handler.
 func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 	cfg.setDefaults()
-	s := &Server{handler: h, ready: ready}
+	s := &Server{handler: h, ready: ready, cfg: cfg}
 	if m := h.opts.Metrics; m != nil {
 		s.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	}
@@ -77,13 +99,18 @@ func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 		NoDefaultServerHeader:         true,
 		NoDefaultDate:                 true,
 		DisableHeaderNamesNormalizing: false,
-		ReadBufferSize:                8 << 10,
+		ReadBufferSize:                readBufferSize,
 	}
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln (plain TCP; the server adds TLS when
+// configured) until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	ln = &listener{Listener: ln, lingerTimeout: s.cfg.LingerTimeout, lingerBytes: s.cfg.LingerBytes}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
 	return s.fast.Serve(ln)
 }
 
@@ -151,9 +178,17 @@ func (s *Server) notReady() error {
 var errShuttingDown = errors.New("shutting down")
 
 // serveTransportError answers errors fasthttp detects before routing
-// (oversized or unparsable requests) in Iceberg's error model.
+// (oversized or unparsable requests) in Iceberg's error model. fasthttp
+// closes the connection after this answer, often with the rest of the
+// request still on its way: the close lingers, so the client reads it.
 func (s *Server) serveTransportError(ctx *fasthttp.RequestCtx, err error) {
+	if c := connOf(ctx.Conn()); c != nil {
+		c.linger.Store(true)
+	}
+	var small *fasthttp.ErrSmallBuffer
 	switch {
+	case errors.As(err, &small):
+		writeError(ctx, http.StatusRequestHeaderFieldsTooLarge, "request headers are larger than the "+strconv.Itoa(readBufferSize>>10)+" KiB limit", 0)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeError(ctx, http.StatusRequestEntityTooLarge, "sign request body is larger than the configured limit", 0)
 	case isTimeout(err):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -27,17 +28,17 @@ func cannedFlag(fs *flag.FlagSet) *bool {
 
 // buildServer is build, or with canned set the benchmark-only
 // canned-response server.
-func buildServer(ctx context.Context, cfg Config, dev, canned bool, log *slog.Logger) (*server.Server, func(), error) {
+func buildServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev, canned bool, log *slog.Logger) (*server.Server, func(), error) {
 	if !canned {
-		return build(ctx, cfg, dev, log)
+		return build(ctx, cfg, tlsConfig, dev, log)
 	}
-	return buildCanned(cfg, log)
+	return buildCanned(cfg, tlsConfig, log)
 }
 
 // buildCanned builds a server with the real HTTP server, routing, request
 // decoding, classifier (the configured endpoints) and response encoding,
 // and server.CannedStages for the rest. Its /readyz always fails.
-func buildCanned(cfg Config, log *slog.Logger) (*server.Server, func(), error) {
+func buildCanned(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*server.Server, func(), error) {
 	for range 3 {
 		log.Error("BENCHMARK CANNED-RESPONSE MODE (-" + cannedFlagName + "): " +
 			"no authentication, no policy, no audit, FAKE signatures. For measuring countersign's floor only; never route real traffic here.")
@@ -58,11 +59,5 @@ func buildCanned(cfg Config, log *slog.Logger) (*server.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return server.New(h, server.Config{
-		MaxBodyBytes:   cfg.Limits.MaxBodyBytes,
-		ReadTimeout:    cfg.Limits.ReadTimeout,
-		WriteTimeout:   cfg.Limits.WriteTimeout,
-		IdleTimeout:    cfg.Limits.IdleTimeout,
-		MaxConcurrency: cfg.Limits.MaxConcurrency,
-	}, server.CannedReadiness()), func() {}, nil
+	return server.New(h, cfg.Limits.serverConfig(tlsConfig), server.CannedReadiness()), func() {}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -69,8 +70,45 @@ type LimitsConfig struct {
 	WriteTimeout        time.Duration `yaml:"write_timeout"`
 	IdleTimeout         time.Duration `yaml:"idle_timeout"`
 	ShutdownGracePeriod time.Duration `yaml:"shutdown_grace_period"`
+	// LingerTimeout and LingerBytes bound the draining of a request that
+	// was answered before it was read whole (413, 431).
+	LingerTimeout time.Duration `yaml:"linger_timeout"`
+	LingerBytes   int64         `yaml:"linger_bytes"`
 	// RateLimit bounds sign requests per principal (429 + Retry-After).
 	RateLimit server.RateLimit `yaml:"rate_limit"`
+}
+
+// serverConfig is the HTTP listener's part of the limits.
+func (l LimitsConfig) serverConfig(tlsConfig *tls.Config) server.Config {
+	return server.Config{
+		MaxBodyBytes:   l.MaxBodyBytes,
+		ReadTimeout:    l.ReadTimeout,
+		WriteTimeout:   l.WriteTimeout,
+		IdleTimeout:    l.IdleTimeout,
+		MaxConcurrency: l.MaxConcurrency,
+		LingerTimeout:  l.LingerTimeout,
+		LingerBytes:    l.LingerBytes,
+		TLS:            tlsConfig,
+	}
+}
+
+// validate refuses negative limits (0 means the default).
+func (l LimitsConfig) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"max_body_bytes", int64(l.MaxBodyBytes)}, {"max_delete_keys", int64(l.MaxDeleteKeys)},
+		{"max_headers", int64(l.MaxHeaders)}, {"max_concurrency", int64(l.MaxConcurrency)},
+		{"read_timeout", int64(l.ReadTimeout)}, {"write_timeout", int64(l.WriteTimeout)},
+		{"idle_timeout", int64(l.IdleTimeout)}, {"shutdown_grace_period", int64(l.ShutdownGracePeriod)},
+		{"linger_timeout", int64(l.LingerTimeout)}, {"linger_bytes", l.LingerBytes},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("config: limits.%s must not be negative (0 means the default)", f.name)
+		}
+	}
+	return nil
 }
 
 // loadConfig reads a YAML file strictly (unknown keys are errors) on top of
@@ -118,6 +156,9 @@ func applyEnv(cfg *Config) {
 // validate checks what the packages do not check themselves, naming keys.
 func (c *Config) validate(dev bool) error {
 	if err := c.Runtime.validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.validate(); err != nil {
 		return err
 	}
 	if c.Listen == "" {

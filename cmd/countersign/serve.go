@@ -69,7 +69,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	cfg.Runtime.apply(log)
-	srv, closeStages, err := buildServer(ctx, cfg, *dev, *canned, log)
+	srv, closeStages, err := buildServer(ctx, cfg, tlsConfig, *dev, *canned, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1
@@ -78,9 +78,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		fmt.Fprintf(stderr, "countersign: listen: %v\n", err)
 		return 1
-	}
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
 	}
 	defer closeStages()
 	if *dev {
@@ -133,7 +130,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // build wires the stages of the signing pipeline from configuration, in
 // request order. The returned func releases background work (key refresh).
-func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server.Server, func(), error) {
+func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log *slog.Logger) (*server.Server, func(), error) {
 	m := metrics.New()
 	authn, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: log, OnCache: m.TokenCache})
 	if err != nil {
@@ -273,13 +270,7 @@ func build(ctx context.Context, cfg Config, dev bool, log *slog.Logger) (*server
 		}
 		return nil
 	}
-	return server.New(h, server.Config{
-		MaxBodyBytes:   cfg.Limits.MaxBodyBytes,
-		ReadTimeout:    cfg.Limits.ReadTimeout,
-		WriteTimeout:   cfg.Limits.WriteTimeout,
-		IdleTimeout:    cfg.Limits.IdleTimeout,
-		MaxConcurrency: cfg.Limits.MaxConcurrency,
-	}, credentialsReady, auditReady(auditLog)), closeAll, nil
+	return server.New(h, cfg.Limits.serverConfig(tlsConfig), credentialsReady, auditReady(auditLog)), closeAll, nil
 }
 
 // auditReady makes /readyz fail while the audit log cannot record: such a
