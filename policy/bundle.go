@@ -76,7 +76,7 @@ func readBundle(ctx context.Context, name string, data []byte, verify *bundle.Ve
 	if rev == "" {
 		rev = contentHash(data)
 	}
-	return newEngine(ctx, name, mods, b.Data, rev, eo)
+	return admitEngine(ctx, name, mods, b.Data, rev, eo)
 }
 
 func contentHash(data []byte) string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,28 +56,59 @@ type Engine struct {
 // does not compile, has no package countersign.authz or no rule allow in
 // it, is an error that names the file and line.
 func Load(ctx context.Context, opts Options) (*Engine, error) {
-	l := loader.NewFileLoader().WithRegoVersion(ast.RegoV1)
-	paths := opts.Paths
+	eo := engineOptions{fast: opts.FastPath, onCache: opts.OnCache, onRemembered: opts.OnRemembered}
 	if opts.FS != nil {
-		l = l.WithFS(opts.FS)
-		paths = []string{"."}
+		l := loader.NewFileLoader().WithRegoVersion(ast.RegoV1).WithFS(opts.FS)
+		res, err := l.Filtered([]string{"."}, skipFiles)
+		if err != nil {
+			return nil, fmt.Errorf("policy: loading the embedded policy: %w", err)
+		}
+		return engineFromResult(ctx, "the embedded policy", res, "", eo)
 	}
-	if len(paths) == 0 {
+	if len(opts.Paths) == 0 {
 		return nil, fmt.Errorf("policy: no policy paths configured")
 	}
-	res, err := l.Filtered(paths, skipFiles)
+	s, err := readSnapshot(opts.Paths, os.ReadFile)
 	if err != nil {
-		return nil, fmt.Errorf("policy: loading %s: %w", strings.Join(paths, ", "), err)
+		return nil, fmt.Errorf("policy: loading %s: %w", strings.Join(opts.Paths, ", "), err)
 	}
+	return s.compile(ctx, eo)
+}
+
+// compile builds the Engine from the snapshot's bytes (never re-reading
+// the disk). _test.rego files are not part of the policy.
+func (s *snapshot) compile(ctx context.Context, eo engineOptions) (*Engine, error) {
+	where := strings.Join(s.paths, ", ")
+	res, err := loader.NewFileLoader().WithRegoVersion(ast.RegoV1).WithFS(s.fsys()).Filtered(s.paths, skipFiles)
+	if err != nil {
+		return nil, fmt.Errorf("policy: loading %s: %w", where, err)
+	}
+	return engineFromResult(ctx, where, res, "", eo)
+}
+
+func engineFromResult(ctx context.Context, where string, res *loader.Result, revision string, eo engineOptions) (*Engine, error) {
 	mods := make([]module, 0, len(res.Modules))
 	for name, m := range res.Modules {
 		mods = append(mods, module{name: name, raw: m.Raw, parsed: m.Parsed})
 	}
-	where := strings.Join(paths, ", ")
-	if opts.FS != nil {
-		where = "the embedded policy"
+	return admitEngine(ctx, where, mods, res.Documents, revision, eo)
+}
+
+// admitEngine is newEngine for a policy that is to decide requests: it
+// also refuses the allow rules and the policies that allow what no rule is
+// about (see checkAllowRules and checkCanary).
+func admitEngine(ctx context.Context, where string, mods []module, docs map[string]any, revision string, eo engineOptions) (*Engine, error) {
+	if err := checkAllowRules(mods); err != nil {
+		return nil, err
 	}
-	return newEngine(ctx, where, mods, res.Documents, "", engineOptions{fast: opts.FastPath, onCache: opts.OnCache, onRemembered: opts.OnRemembered})
+	e, err := newEngine(ctx, where, mods, docs, revision, eo)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCanary(ctx, e.query); err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, where)
+	}
+	return e, nil
 }
 
 // engineOptions are the Options that are not about the source.

@@ -1,18 +1,14 @@
 package policy
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +39,11 @@ type ManagerOptions struct {
 	// the previous policy keeps serving. A rejected file or bundle that
 	// stays the same is reported once; a failing download, at every poll.
 	OnReloadError func(error)
+	// Sleep waits out the settle interval between two reads of changed
+	// policy files (see SourceConfig.SettleInterval); it returns ctx's
+	// error if ctx ends first. Default: a timer. Tests inject it to
+	// change files at a known point instead of sleeping.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// HTTPClient fetches bundle.url. Default: a client with
 	// bundle.timeout.
 	HTTPClient *http.Client
@@ -99,6 +100,11 @@ type Manager struct {
 	log    *slog.Logger
 	verify *bundle.VerificationConfig
 	client *http.Client
+	settle time.Duration
+	sleep  func(context.Context, time.Duration) error
+	// readFile reads one policy file (os.ReadFile; tests substitute it to
+	// prove that what is compiled is what was read and hashed).
+	readFile func(string) ([]byte, error)
 
 	reloadMu sync.Mutex // serializes loads; guards the change detection below
 	seenHash string     // content hash of the last input processed (loaded or rejected)
@@ -118,7 +124,11 @@ type Manager struct {
 // signature, unreachable bundle server — is returned: countersign must not
 // start without its policy. Call Start to begin watching for changes.
 func NewManager(ctx context.Context, src SourceConfig, opts ManagerOptions) (*Manager, error) {
-	m := &Manager{src: src, opts: opts, log: opts.Logger}
+	m := &Manager{src: src, opts: opts, log: opts.Logger, sleep: opts.Sleep, readFile: os.ReadFile}
+	if m.sleep == nil {
+		m.sleep = sleepCtx
+	}
+	m.settle = cmp.Or(src.SettleInterval, DefaultSettleInterval)
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -300,26 +310,35 @@ func (m *Manager) load(ctx context.Context) (string, error) {
 		e, err = readBundle(ctx, "bundle "+redactURL(m.src.Bundle.URL), body, m.verify, m.engineOptions())
 	case m.src.Bundle.File != "":
 		var data []byte
-		data, err = os.ReadFile(m.src.Bundle.File)
-		if err != nil {
-			return "", fmt.Errorf("policy: bundle.file: %w", err)
-		}
-		sum = contentHash(data)
-		if sum == m.seenHash {
-			return "", nil
+		data, sum, err = settled(ctx, m, "bundle.file "+m.src.Bundle.File, func() ([]byte, string, error) {
+			data, err := m.readFile(m.src.Bundle.File)
+			if err != nil {
+				return nil, "", fmt.Errorf("policy: bundle.file: %w", err)
+			}
+			return data, contentHash(data), nil
+		})
+		if err != nil || sum == m.seenHash {
+			return "", err
 		}
 		m.seenHash = sum
 		e, err = readBundle(ctx, "bundle "+m.src.Bundle.File, data, m.verify, m.engineOptions())
 	default:
-		sum, err = hashPaths(m.src.Paths)
-		if err != nil {
-			return "", fmt.Errorf("policy: reading paths: %w", err)
-		}
-		if sum == m.seenHash {
-			return "", nil
+		var s *snapshot
+		s, sum, err = settled(ctx, m, "policy.paths", func() (*snapshot, string, error) {
+			s, err := readSnapshot(m.src.Paths, m.readFile)
+			if err != nil {
+				return nil, "", fmt.Errorf("policy: reading paths: %w", err)
+			}
+			return s, s.hash, nil
+		})
+		if err != nil || sum == m.seenHash {
+			return "", err
 		}
 		m.seenHash = sum
-		e, err = Load(ctx, Options{Paths: m.src.Paths, FastPath: m.opts.FastPath, OnCache: m.opts.OnCache, OnRemembered: m.opts.OnRemembered})
+		e, err = s.compile(ctx, m.engineOptions())
+		if err == nil && s.tests {
+			err = s.runTests(ctx)
+		}
 	}
 	if err != nil {
 		return "", err
@@ -385,57 +404,45 @@ func errorLocation(err error) string {
 	return ""
 }
 
-// hashPaths hashes every file Load would read under paths (same filter,
-// symlinks followed), so a poll that finds nothing changed costs a read
-// and a hash, not a compile.
-func hashPaths(paths []string) (string, error) {
-	h := sha256.New()
-	for _, p := range paths {
-		_, p = loader.SplitPrefix(p)
-		fmt.Fprintf(h, "path\x00%s\x00", p)
-		if err := hashTree(h, p, 0); err != nil {
-			return "", err
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8]), nil
-}
+// maxSettleRounds bounds how long settled waits for files that keep
+// changing: the change is reported, and tried again at the next poll.
+const maxSettleRounds = 10
 
-func hashTree(h hash.Hash, path string, depth int) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
+// settled reads the source with read and, when it differs from the last
+// input processed, reads it again after the settle interval until two
+// reads agree: a file being written (truncated, then filled in) is not
+// loaded half-way. It returns the last read, whose bytes are the ones
+// hashed; the caller compiles exactly those.
+func settled[T any](ctx context.Context, m *Manager, what string, read func() (T, string, error)) (T, string, error) {
+	v, sum, err := read()
+	if err != nil || sum == m.seenHash {
+		return v, sum, err
 	}
-	if skipFiles(path, info, depth) {
-		return nil
-	}
-	if !info.IsDir() {
-		if depth > 0 && !policyFile(info.Name()) {
-			return nil // the loader ignores unknown files inside directories
+	for range maxSettleRounds {
+		if err := m.sleep(ctx, m.settle); err != nil {
+			var zero T
+			return zero, "", err
 		}
-		data, err := os.ReadFile(path)
+		next, nextSum, err := read()
 		if err != nil {
-			return err
+			return next, nextSum, err
 		}
-		fmt.Fprintf(h, "file\x00%s\x00%d\x00", path, len(data))
-		h.Write(data)
-		return nil
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return err
-	}
-	for _, de := range entries {
-		if err := hashTree(h, filepath.Join(path, de.Name()), depth+1); err != nil {
-			return err
+		if nextSum == sum {
+			return next, nextSum, nil
 		}
+		v, sum = next, nextSum
 	}
-	return nil
+	var zero T
+	return zero, "", fmt.Errorf("policy: %s kept changing for %d settle intervals of %s; it is loaded once it stays unchanged for one (write a new file and rename it into place, or use a bundle)", what, maxSettleRounds, m.settle)
 }
 
-func policyFile(name string) bool {
-	switch filepath.Ext(name) {
-	case ".rego", ".json", ".yaml", ".yml":
-		return true
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	return strings.HasSuffix(name, ".tar.gz")
 }

@@ -162,13 +162,13 @@ func TestZeroManagerFailsClosed(t *testing.T) {
 func TestManagerStartupErrorIsTheCompileError(t *testing.T) {
 	dir := t.TempDir()
 	writeAtomic(t, filepath.Join(dir, "authz.rego"), "package countersign.authz\n\nallow if input.x == == 1\n\nreason := \"x\"\n")
-	_, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}}, policy.ManagerOptions{})
+	_, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle}, policy.ManagerOptions{})
 	if err == nil || !strings.Contains(err.Error(), "authz.rego:3") {
 		t.Fatalf("want a parse error naming authz.rego:3, got %v", err)
 	}
 
 	writeAtomic(t, filepath.Join(dir, "authz.rego"), "package countersign.authz\n\nreason := \"x\"\n")
-	_, err = policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}}, policy.ManagerOptions{})
+	_, err = policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle}, policy.ManagerOptions{})
 	if err == nil || !strings.Contains(err.Error(), "has no rule allow") {
 		t.Fatalf("want 'no rule allow', got %v", err)
 	}
@@ -185,7 +185,7 @@ func TestManagerHotReload(t *testing.T) {
 	writeAtomic(t, file, allowBucket("a"))
 	var h hooks
 	var logs syncBuffer
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, ReloadInterval: 10 * time.Millisecond},
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond},
 		h.options(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestManagerKeepsLastGoodPolicy(t *testing.T) {
 	writeAtomic(t, file, allowBucket("a"))
 	var h hooks
 	var logs syncBuffer
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, ReloadInterval: 10 * time.Millisecond},
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond},
 		h.options(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestManagerUnchangedContentDoesNotReload(t *testing.T) {
 	file := filepath.Join(dir, "authz.rego")
 	writeAtomic(t, file, allowBucket("a"))
 	var h hooks
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, ReloadInterval: 5 * time.Millisecond}, h.options(nil))
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 5 * time.Millisecond}, h.options(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestManagerCloseStopsPolling(t *testing.T) {
 	file := filepath.Join(dir, "authz.rego")
 	writeAtomic(t, file, allowBucket("a"))
 	var h hooks
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, ReloadInterval: 5 * time.Millisecond}, h.options(nil))
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 5 * time.Millisecond}, h.options(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestManagerSwapUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "authz.rego")
 	writeAtomic(t, file, allowBucket("a"))
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}}, policy.ManagerOptions{})
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle}, policy.ManagerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -721,6 +721,7 @@ func TestManagerBundleFile(t *testing.T) {
 	var h hooks
 	m, err := policy.NewManager(ctx, policy.SourceConfig{
 		ReloadInterval: 10 * time.Millisecond,
+		SettleInterval: testSettle,
 		Bundle:         policy.BundleConfig{File: file, Verification: &policy.BundleVerification{PublicKeyFile: key.pubFile, KeyID: "countersign"}},
 	}, h.options(nil))
 	if err != nil {
@@ -813,7 +814,7 @@ func TestManagerKubernetesConfigMap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, ReloadInterval: 10 * time.Millisecond}, policy.ManagerOptions{})
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond}, policy.ManagerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

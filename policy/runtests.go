@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
 
@@ -150,14 +152,53 @@ func testDirs(root string) ([]string, error) {
 }
 
 func runTestUnit(ctx context.Context, paths []string, opts TestOptions, out io.Writer) (TestSummary, error) {
-	var sum TestSummary
 	modules, store, err := tester.LoadWithRegoVersion(paths, skipHidden, ast.RegoV1)
 	if err != nil {
-		return sum, fmt.Errorf("policy: loading %s: %w", strings.Join(paths, ", "), err)
+		return TestSummary{}, fmt.Errorf("policy: loading %s: %w", strings.Join(paths, ", "), err)
 	}
+	sum, _, err := runTestModules(ctx, strings.Join(paths, ", "), modules, store, opts, out)
+	return sum, err
+}
+
+// runTests runs the snapshot's _test.rego files against its policy, from
+// the snapshot's bytes, and is an error if any test fails or errors: a
+// policy directory that ships tests is loaded only when they pass.
+func (s *snapshot) runTests(ctx context.Context) error {
+	where := strings.Join(s.paths, ", ")
+	res, err := loader.NewFileLoader().WithRegoVersion(ast.RegoV1).WithProcessAnnotation(true).
+		WithFS(s.fsys()).Filtered(s.paths, skipHidden)
+	if err != nil {
+		return fmt.Errorf("policy: loading the tests of %s: %w", where, err)
+	}
+	modules := make(map[string]*ast.Module, len(res.Modules))
+	for _, m := range res.Modules {
+		modules[m.Name] = m.Parsed
+	}
+	var report strings.Builder
+	sum, failed, err := runTestModules(ctx, where, modules, inmem.NewFromObject(res.Documents), TestOptions{}, &report)
+	switch {
+	case err != nil:
+		return err
+	case sum.Fail+sum.Error > 0:
+		const show = 5
+		names := failed
+		if len(names) > show {
+			names = append(names[:show:show], fmt.Sprintf("and %d more", len(failed)-show))
+		}
+		return fmt.Errorf("policy: %d of %d Rego tests shipped with the policy failed (%s); `countersign policy test %s` shows why",
+			sum.Fail+sum.Error, sum.Total(), strings.Join(names, ", "), strings.Join(s.paths, " "))
+	}
+	return nil
+}
+
+// runTestModules runs the test rules among modules and reports them to out.
+// It returns the counts and the names (file:line name) of the tests that
+// failed or errored.
+func runTestModules(ctx context.Context, where string, modules map[string]*ast.Module, store storage.Store, opts TestOptions, out io.Writer) (TestSummary, []string, error) {
+	var sum TestSummary
 	txn, err := store.NewTransaction(ctx, storage.WriteParams)
 	if err != nil {
-		return sum, err
+		return sum, nil, err
 	}
 	defer store.Abort(ctx, txn)
 
@@ -180,7 +221,7 @@ func runTestUnit(ctx context.Context, paths []string, opts TestOptions, out io.W
 		Filter(opts.Run)
 	ch, err := runner.RunTests(ctx, txn)
 	if err != nil {
-		return sum, fmt.Errorf("policy: compiling %s: %w", strings.Join(paths, ", "), err)
+		return sum, nil, fmt.Errorf("policy: compiling %s: %w", where, err)
 	}
 
 	// Results arrive in any order (tests run in parallel): report them in
@@ -200,6 +241,7 @@ func runTestUnit(ctx context.Context, paths []string, opts TestOptions, out io.W
 		}
 		return cmp.Compare(a.Package+"."+a.Name, b.Package+"."+b.Name)
 	})
+	var failed []string
 	for _, r := range results {
 		switch {
 		case r.Skip:
@@ -210,11 +252,19 @@ func runTestUnit(ctx context.Context, paths []string, opts TestOptions, out io.W
 			sum.Fail++
 		default:
 			sum.Pass++
+			continue
+		}
+		if !r.Skip {
+			name := r.Package + "." + r.Name
+			if r.Location != nil {
+				name = fmt.Sprintf("%s:%d %s", r.Location.File, r.Location.Row, name)
+			}
+			failed = append(failed, name)
 		}
 	}
 	if len(results) == 0 {
-		fmt.Fprintf(out, "no tests found in %s\n", strings.Join(paths, ", "))
-		return sum, nil
+		fmt.Fprintf(out, "no tests found in %s\n", where)
+		return sum, nil, nil
 	}
 	rch := make(chan *tester.Result, len(results))
 	for _, r := range results {
@@ -223,9 +273,9 @@ func runTestUnit(ctx context.Context, paths []string, opts TestOptions, out io.W
 	close(rch)
 	rep := tester.PrettyReporter{Output: out, Verbose: opts.Verbose, FailureLine: true, LocalVars: true}
 	if err := rep.Report(rch); err != nil {
-		return sum, err
+		return sum, failed, err
 	}
-	return sum, nil
+	return sum, failed, nil
 }
 
 // skipHidden keeps hidden entries below the given paths out of tests, as

@@ -13,6 +13,7 @@ import (
 // Defaults for SourceConfig.
 const (
 	DefaultReloadInterval = 5 * time.Second
+	DefaultSettleInterval = time.Second
 	DefaultPollInterval   = 30 * time.Second
 	DefaultBundleTimeout  = 30 * time.Second
 	DefaultAlgorithm      = "RS256"
@@ -29,6 +30,14 @@ type SourceConfig struct {
 	// ReloadInterval is how often Paths and Bundle.File are checked for
 	// changes (0: DefaultReloadInterval).
 	ReloadInterval time.Duration `yaml:"reload_interval"`
+	// SettleInterval is how long changed Paths or Bundle.File must stay
+	// unchanged before they are loaded (0: DefaultSettleInterval): a
+	// change is read, read again SettleInterval later, and loaded only
+	// when both reads agree, so a file caught while it is being written is
+	// not loaded half-way. It applies at startup too. It must exceed the
+	// longest pause of whatever writes the files; renaming a complete file
+	// into place, or a bundle, needs no settling at all.
+	SettleInterval time.Duration `yaml:"settle_interval"`
 	// Bundle is an OPA bundle (.tar.gz) from an HTTP bundle server or a
 	// local file, optionally signature-verified.
 	Bundle BundleConfig `yaml:"bundle"`
@@ -94,7 +103,13 @@ func (c *SourceConfig) Validate() error {
 	if c.ReloadInterval < 0 {
 		return fmt.Errorf("policy: reload_interval must not be negative (got %s)", c.ReloadInterval)
 	}
+	if c.SettleInterval < 0 {
+		return fmt.Errorf("policy: settle_interval must not be negative (got %s)", c.SettleInterval)
+	}
 	b := &c.Bundle
+	if b.URL != "" && c.SettleInterval != 0 {
+		return errors.New("policy: settle_interval applies only to paths and bundle.file (a bundle.url download is complete or refused)")
+	}
 	if b.PollInterval < 0 {
 		return fmt.Errorf("policy: bundle.poll_interval must not be negative (got %s)", b.PollInterval)
 	}
