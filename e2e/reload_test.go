@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -119,4 +121,87 @@ func TestPolicyTestCommand(t *testing.T) {
 	if out, err := exec.Command(servers.CountersignBin, "policy", "test", dir).CombinedOutput(); err == nil {
 		t.Fatalf("a failing Rego test passed:\n%s", out)
 	}
+}
+
+// TestTruncatedPolicyNeverServes: a policy file cut short after `default
+// allow` (which means true) is refused by the real binary, at startup and
+// at reload; the last good policy keeps deciding, and the rejection is in
+// countersign_policy_reloads_total{result="error"}.
+func TestTruncatedPolicyNeverServes(t *testing.T) {
+	const truncated = "package countersign.authz\n\ndefault allow"
+
+	// Startup: refused, naming the rule.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "authz.rego")
+	if err := os.WriteFile(file, []byte(truncated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(t, 7070)
+	cfg = cfg[:strings.Index(cfg, "policy:\n")] + "policy:\n  paths: [" + quote(dir) + "]\n"
+	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A countersign that starts does not exit: the timeout ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, servers.CountersignBin, "serve", "-config", cfgPath)
+	cmd.Env = append(os.Environ(), secretEnv()...)
+	if out, err := cmd.CombinedOutput(); err == nil || ctx.Err() != nil || !strings.Contains(string(out), "authz.rego:3) is true: it must be false") {
+		t.Fatalf("countersign started on a truncated policy, or did not say why (%v):\n%s", err, out)
+	}
+
+	// Reload: the truncated rewrite never serves.
+	srv := startS3(t)
+	if err := os.WriteFile(file, []byte(allowLake), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg = baseConfig(t, srv.Port)
+	cfg = cfg[:strings.Index(cfg, "policy:\n")] + "policy:\n  paths: [" + quote(dir) + "]\n  reload_interval: 50ms\n  settle_interval: 100ms\n"
+	cs := startCountersign(t, cfg, secretEnv()...)
+	other := signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("other", "k"), Method: "GET", Headers: javaHeaders()}
+	lake := signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("lake", "k"), Method: "GET", Headers: javaHeaders()}
+	if status, _, _, _ := cs.sign(t, "", other); status != http.StatusForbidden {
+		t.Fatalf("before: bucket other got %d, want 403", status)
+	}
+	if err := os.WriteFile(file, []byte(truncated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(cs.log.String(), "it must be false") {
+		if status, _, _, _ := cs.sign(t, "", other); status != http.StatusForbidden {
+			t.Fatalf("the truncated policy signed for bucket other (%d)\n%s", status, cs.log.String())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload rejection logged:\n%s", cs.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 5 {
+		if status, _, _, _ := cs.sign(t, "", other); status != http.StatusForbidden {
+			t.Fatalf("after the rejection: bucket other got %d, want 403", status)
+		}
+		if status, _, _, _ := cs.sign(t, "", lake); status != http.StatusOK {
+			t.Fatalf("after the rejection: bucket lake got %d, want 200 (the last good policy)", status)
+		}
+	}
+	resp, err := http.Get(cs.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `countersign_policy_reloads_total{result="error"} 1`) {
+		t.Errorf("the rejection is not counted once in countersign_policy_reloads_total:\n%s", grepLines(string(body), "policy_reloads"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
