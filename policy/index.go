@@ -63,12 +63,23 @@ type indexLevel struct {
 	path      guardPath
 	dirs      map[string][]int // startswith a literal ending in "/"
 	prefixes  []prefixRules    // startswith other literals
-	equals    map[string][]int // == a constant (by valueKey)
+	strEquals map[string][]int // == a string constant (strings are equal byte for byte)
+	valEquals []valueRules     // == any other constant, compared as OPA compares
 	hasPrefix bool
 }
 
 type prefixRules struct {
 	lit   string
+	rules []int
+}
+
+// valueRules are the definitions testing == val for a constant that is not
+// a string. Rego compares numbers by value (1, 1.0, 1e0 and 01 are equal,
+// by ast.NumberCompare's rules), and composites element by element: no
+// spelling of the constant can key a map exactly, so the candidates are
+// found by OPA's own equality, one constant at a time.
+type valueRules struct {
+	val   ast.Value
 	rules []int
 }
 
@@ -121,7 +132,7 @@ func buildIndex(rules []*rule) *guardIndex {
 		if len(distinct[best]) < minDistinct {
 			break
 		}
-		lv := indexLevel{path: paths[best], dirs: map[string][]int{}, equals: map[string][]int{}}
+		lv := indexLevel{path: paths[best], dirs: map[string][]int{}, strEquals: map[string][]int{}}
 		for i, r := range rules {
 			if assigned[i] {
 				continue
@@ -134,8 +145,7 @@ func buildIndex(rules []*rule) *guardIndex {
 				assigned[i] = true
 				switch {
 				case g.kind == guardEqual:
-					k := valueKey(g.val)
-					lv.equals[k] = append(lv.equals[k], i)
+					lv.addEqual(g.val, i)
 				case strings.HasSuffix(g.lit, "/"):
 					lv.hasPrefix = true
 					lv.dirs[g.lit] = append(lv.dirs[g.lit], i)
@@ -184,7 +194,8 @@ func buildIndex(rules []*rule) *guardIndex {
 }
 
 // valueKey tells constants apart (a string and a number with the same
-// text differ).
+// text differ) for counting the tests a path tells apart: a heuristic
+// only (1 and 1.0 count twice), never used to select candidates.
 func valueKey(v ast.Value) string {
 	switch x := v.(type) {
 	case ast.String:
@@ -192,6 +203,17 @@ func valueKey(v ast.Value) string {
 	default:
 		return "v" + v.String()
 	}
+}
+
+func (lv *indexLevel) addEqual(c ast.Value, rule int) {
+	if s, ok := c.(ast.String); ok {
+		lv.strEquals[string(s)] = append(lv.strEquals[string(s)], rule)
+		return
+	}
+	// One entry per test, never merged: value equality of numbers of
+	// different spellings need not be transitive, so each constant is
+	// compared itself.
+	lv.valEquals = append(lv.valEquals, valueRules{val: c, rules: []int{rule}})
 }
 
 // candidates appends to out, in definition order, the definitions that can
@@ -213,8 +235,16 @@ func (lv *indexLevel) candidates(v ast.Value, out []int) []int {
 			}
 		}
 	}
-	if len(lv.equals) > 0 {
-		out = append(out, lv.equals[valueKey(v)]...)
+	if s, ok := v.(ast.String); ok {
+		if len(lv.strEquals) > 0 {
+			out = append(out, lv.strEquals[string(s)]...)
+		}
+		return out // a string equals no other constant
+	}
+	for k := range lv.valEquals {
+		if ast.ValueEqual(lv.valEquals[k].val, v) {
+			out = append(out, lv.valEquals[k].rules...)
+		}
 	}
 	return out
 }
