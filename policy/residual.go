@@ -124,34 +124,6 @@ type refTerm struct {
 	path []term
 }
 
-// deniedBuiltins are deterministic built-ins the interpreter still does not
-// call: they need evaluation state it does not have.
-var deniedBuiltins = map[string]bool{
-	"print":               true,
-	"internal.print":      true,
-	"trace":               true,
-	"opa.runtime":         true,
-	"rego.metadata.chain": true,
-	"rego.metadata.rule":  true,
-	"internal.test_case":  true,
-}
-
-// usableBuiltin reports whether the fast path may evaluate calls of name.
-// Non-deterministic built-ins (http.send, time.now_ns, rand.intn, ...)
-// never are: their results must not be cached, and a policy using them
-// is always fully evaluated.
-func usableBuiltin(name string) (*ast.Builtin, topdown.BuiltinFunc, bool) {
-	bi, ok := ast.BuiltinMap[name]
-	if !ok || bi.Nondeterministic || deniedBuiltins[name] || bi.Decl == nil || bi.Decl.Result() == nil {
-		return nil, nil, false
-	}
-	f := topdown.GetBuiltin(name)
-	if f == nil {
-		return nil, nil, false
-	}
-	return bi, f, true
-}
-
 // compileProgram translates the compiled residual modules. query is the
 // path of the decision query's rule set. known, if set, is the scope's
 // known input: references into it, and calls of built-ins on constants,
