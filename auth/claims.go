@@ -20,9 +20,9 @@ type claimRules struct {
 	principalPath []string
 	groupsName    string
 	groupsPath    []string
-	// reserveX509 drops a token-supplied "x509_subject" claim when mTLS is
-	// on, so that the policy can trust that claim to come from a verified
-	// certificate.
+	// reserveX509 refuses a token that carries any x509_* claim when mTLS
+	// is on, so that the policy can trust those claims to come from a
+	// verified certificate (see reservedClaim).
 	reserveX509 bool
 }
 
@@ -107,9 +107,35 @@ func (r *claimRules) check(claims map[string]any, now time.Time) (checked, *Erro
 	c.groups = groups
 
 	if r.reserveX509 {
-		delete(claims, x509SubjectClaim)
+		if e := reservedClaim(claims); e != nil {
+			return c, e
+		}
 	}
 	return c, nil
+}
+
+// reservedClaim refuses a token carrying a claim whose name starts with
+// x509_ (in any case). With mTLS on, countersign puts the client
+// certificate's fields in the principal's claims under those names
+// (x509_subject, x509_issuer, x509_serial, x509_san_uri, x509_san_dns), and
+// a policy may trust them as certificate-derived; a token claiming one
+// would forge it (or, for a name countersign does not set today, a name
+// it may set tomorrow). Refused rather than dropped: the token asked to be
+// something it cannot be, and the IdP that minted it is misconfigured or
+// compromised.
+func reservedClaim(claims map[string]any) *Error {
+	for name := range claims {
+		if len(name) >= len(x509ClaimPrefix) && strings.EqualFold(name[:len(x509ClaimPrefix)], x509ClaimPrefix) {
+			// The name comes from the token: quote it only when it is one
+			// of ours, so a hostile name never reaches a log line.
+			shown := "an x509_* claim"
+			if isCertClaim(name) {
+				shown = "the claim " + name
+			}
+			return &Error{Reason: ReasonMalformedToken, Msg: "bearer token carries " + shown + ": x509_* claims are reserved for the client certificate when mutual TLS is on"}
+		}
+	}
+	return nil
 }
 
 // checkAudience: aud (a string or an array of strings, RFC 7519 §4.1.3)

@@ -103,7 +103,9 @@ type Config struct {
 	// certificate when no Authorization header is sent: "" (off),
 	// "subject-cn", "san-uri" or "san-dns". When a bearer token is sent as
 	// well, the token is the principal and the certificate subject is
-	// added to its claims as "x509_subject".
+	// added to its claims as "x509_subject". When set, a token carrying
+	// any claim named x509_* is refused: those names are the
+	// certificate's.
 	MTLSPrincipal string `yaml:"mtls_principal"`
 }
 

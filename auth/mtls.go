@@ -9,9 +9,22 @@ import (
 )
 
 // x509SubjectClaim carries the client certificate's subject when a bearer
-// token is the principal. With mTLS on, the name is reserved: a token's
-// own claim of that name is dropped, so the policy can rely on it.
-const x509SubjectClaim = "x509_subject"
+// token is the principal. With mTLS on, every name starting with
+// x509ClaimPrefix is reserved: a token claiming one is refused
+// (reservedClaim), so the policy can rely on them.
+const (
+	x509SubjectClaim = "x509_subject"
+	x509ClaimPrefix  = "x509_"
+)
+
+// isCertClaim reports whether name is one of the claims certIdentity sets.
+func isCertClaim(name string) bool {
+	switch name {
+	case x509SubjectClaim, "x509_issuer", "x509_serial", "x509_san_uri", "x509_san_dns":
+		return true
+	}
+	return false
+}
 
 // certIdentity makes the principal from a client certificate.
 //

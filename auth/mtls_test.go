@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"math/big"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,9 +128,22 @@ func TestMTLS(t *testing.T) {
 		cfg := jwksConfig(srv.URL)
 		cfg.MTLSPrincipal = MTLSSubjectCN
 		a := newAuth(t, cfg, c)
-		// The token claims an x509_subject of its own: with mTLS on that
-		// claim is reserved for the verified certificate.
-		tok := mint(hdr("RS256", "rsa1"), with(claimsAt(c.Now()), "x509_subject", "CN=forged"), rs256(testRSA()))
+		// A token that claims any x509_* name of its own is refused with
+		// mTLS on: those names are reserved for the verified certificate.
+		for _, name := range []string{"x509_subject", "x509_san_uri", "x509_san_dns", "x509_issuer", "x509_serial", "x509_future", "X509_SAN_URI"} {
+			forged := mint(hdr("RS256", "rsa1"), with(claimsAt(c.Now()), name, "spiffe://prod/admin"), rs256(testRSA()))
+			for _, certs := range [][]*x509.Certificate{chain, nil} {
+				_, err := a.Authenticate(ctx, bearer(forged), certs)
+				var ae *Error
+				if !errors.As(err, &ae) || ae.Reason != ReasonMalformedToken || !strings.Contains(ae.Msg, "reserved for the client certificate") {
+					t.Fatalf("token claiming %s (certificate %v): %v, want a malformed_token refusal naming the reservation", name, certs != nil, err)
+				}
+				if isCertClaim(name) != strings.Contains(ae.Msg, name) {
+					t.Errorf("message %q: names the claim only when it is one of countersign's", ae.Msg)
+				}
+			}
+		}
+		tok := mint(hdr("RS256", "rsa1"), claimsAt(c.Now()), rs256(testRSA()))
 		id, err := a.Authenticate(ctx, bearer(tok), chain)
 		if err != nil {
 			t.Fatal(err)
