@@ -37,14 +37,25 @@ deny contains msg if {
 deny contains msg if {
 	some name, _ in input.request.headers
 	dangerous_header(lower(name))
-	msg := sprintf("header %s changes access control, object protection or the HTTP method", [lower(name)])
+	msg := sprintf("header %s changes access control, object protection, encryption keys, tags or the HTTP method", [lower(name)])
 }
 
 access_classes := {"read", "write", "delete", "list", "admin"}
 
-# DESIGN §3: headers that change an object's access control, retention or
-# the request's meaning. x-amz-copy-source is not here: it is authorized as
-# a read of the source.
+# Headers that change an object's access control, retention, encryption
+# key or tags, or the request's meaning. x-amz-copy-source is not here: it
+# is authorized as a read of the source.
+#
+# - Tags (x-amz-tagging, and x-amz-tagging-directive on a copy, which
+#   replaces or clears them) feed tag-based access control, lifecycle
+#   expiry and replication rules: IAM asks for s3:PutObjectTagging for them.
+# - A KMS key id or encryption context chosen by the caller can encrypt
+#   the lake under a key the owner does not control (and that its holder
+#   can later revoke); customer-provided keys (SSE-C, also on a copy
+#   source) leave the data readable only with a key S3 never stores. Use
+#   the bucket's default encryption instead. x-amz-server-side-encryption
+#   alone (AES256, or aws:kms with the bucket's or the account's key) and
+#   x-amz-server-side-encryption-bucket-key-enabled stay allowed.
 dangerous_names := {
 	"x-amz-acl",
 	"x-amz-website-redirect-location",
@@ -52,9 +63,18 @@ dangerous_names := {
 	"x-http-method-override",
 	"x-http-method",
 	"x-method-override",
+	"x-amz-tagging",
+	"x-amz-tagging-directive",
+	"x-amz-server-side-encryption-aws-kms-key-id",
+	"x-amz-server-side-encryption-context",
 }
 
-dangerous_prefixes := {"x-amz-grant-", "x-amz-object-lock-"}
+dangerous_prefixes := {
+	"x-amz-grant-",
+	"x-amz-object-lock-",
+	"x-amz-server-side-encryption-customer-",
+	"x-amz-copy-source-server-side-encryption-customer-",
+}
 
 dangerous_header(name) if name in dangerous_names
 

@@ -64,6 +64,17 @@ dangerous := [
 	"x-http-method-override",
 	"x-http-method",
 	"x-method-override",
+	"x-amz-tagging",
+	"x-amz-tagging-directive",
+	"x-amz-server-side-encryption-aws-kms-key-id",
+	"x-amz-server-side-encryption-context",
+	"x-amz-server-side-encryption-customer-algorithm",
+	"x-amz-server-side-encryption-customer-key",
+	"x-amz-server-side-encryption-customer-key-md5",
+	"x-amz-copy-source-server-side-encryption-customer-algorithm",
+	"x-amz-copy-source-server-side-encryption-customer-key",
+	"x-amz-copy-source-server-side-encryption-customer-key-md5",
+	"X-Amz-Tagging",
 	"X-Amz-Acl",
 	"X-HTTP-Method-Override",
 ]
@@ -76,7 +87,7 @@ test_dangerous_headers_denied if {
 }
 
 test_harmless_headers_pass if {
-	every name in ["content-type", "x-amz-meta-owner", "x-amz-copy-source", "x-amz-checksum-crc32", "x-amz-server-side-encryption", "content-md5"] {
+	every name in ["content-type", "x-amz-meta-owner", "x-amz-copy-source", "x-amz-checksum-crc32", "x-amz-server-side-encryption", "x-amz-server-side-encryption-bucket-key-enabled", "content-md5"] {
 		count(guardrails.deny) == 0 with input as with_header(put, name)
 	}
 }
