@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"hash/crc32"
+	"errors"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -222,8 +222,9 @@ func TestDeleteObjects(t *testing.T) {
 			t.Fatalf("target = %+v", tg)
 		}
 	}
-	if r.ContentSHA256 != "UNSIGNED-PAYLOAD" {
-		t.Fatalf("with Content-MD5 the payload hash may stay unsigned, got %q", r.ContentSHA256)
+	sum := sha256.Sum256([]byte(body))
+	if r.ContentSHA256 != hex.EncodeToString(sum[:]) || !r.AddContentSHA256 {
+		t.Fatalf("Content-MD5 does not bind a body: payload hash = %q, want the body's SHA-256", r.ContentSHA256)
 	}
 
 	// No binding header: countersign binds the body with its real hash.
@@ -233,18 +234,72 @@ func TestDeleteObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte(body))
 	if r.ContentSHA256 != hex.EncodeToString(sum[:]) || !r.AddContentSHA256 {
 		t.Fatalf("payload hash = %q, want body hash", r.ContentSHA256)
 	}
 
-	// A CRC32C checksum header binds it too.
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	h.Write([]byte(body))
-	in = req("POST", "http://localhost:7070/lake?delete", hdrs("x-amz-checksum-crc32c", base64.StdEncoding.EncodeToString(h.Sum(nil)), "x-amz-content-sha256", "UNSIGNED-PAYLOAD"))
+	// The client's own payload hash of the body, or UNSIGNED-PAYLOAD with
+	// a matching x-amz-checksum-sha256, bind it too.
+	in = req("POST", "http://localhost:7070/lake?delete", hdrs("x-amz-content-sha256", hex.EncodeToString(sum[:])))
 	in.Body, in.HasBody = body, true
-	if _, err = c.Classify(in); err != nil {
-		t.Fatal(err)
+	if r, err = c.Classify(in); err != nil || r.AddContentSHA256 || r.ContentSHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("client payload hash: %v %+v", err, r)
+	}
+	in = req("POST", "http://localhost:7070/lake?delete", hdrs("x-amz-checksum-sha256", base64.StdEncoding.EncodeToString(sum[:]), "x-amz-content-sha256", "UNSIGNED-PAYLOAD"))
+	in.Body, in.HasBody = body, true
+	if r, err = c.Classify(in); err != nil || r.ContentSHA256 != "UNSIGNED-PAYLOAD" {
+		t.Fatalf("x-amz-checksum-sha256: %v %+v", err, r)
+	}
+}
+
+// TestDeleteObjectsWeakBindingRefused: with an unsigned payload, no
+// checksum but SHA-256 binds a DeleteObjects body. A CRC is linear, so a
+// second body with the same CRC and length (deleting other keys) is cheap
+// to compute; MD5 and SHA-1 have practical collisions.
+func TestDeleteObjectsWeakBindingRefused(t *testing.T) {
+	c := testClassifier(t)
+	body := deleteBody("wh/t/a.parquet")
+	sumOf := func(alg string) string {
+		for _, a := range checksumAlgorithms {
+			if a.name == alg {
+				h := a.new()
+				h.Write([]byte(body))
+				return base64.StdEncoding.EncodeToString(h.Sum(nil))
+			}
+		}
+		t.Fatalf("no algorithm %s", alg)
+		return ""
+	}
+	for _, payload := range []string{"UNSIGNED-PAYLOAD", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"} {
+		for _, binding := range [][2]string{
+			{"Content-MD5", md5b64(body)},
+			{"x-amz-checksum-crc32", sumOf("crc32")},
+			{"x-amz-checksum-crc32c", sumOf("crc32c")},
+			{"x-amz-checksum-crc64nvme", sumOf("crc64nvme")},
+			{"x-amz-checksum-sha1", sumOf("sha1")},
+		} {
+			in := req("POST", "http://localhost:7070/lake?delete", hdrs(binding[0], binding[1], "x-amz-content-sha256", payload))
+			in.Body, in.HasBody = body, true
+			r, err := c.Classify(in)
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Status != 400 || !strings.Contains(ce.Msg, "not bound to the signature") ||
+				!strings.Contains(ce.Msg, "x-amz-checksum-sha256") {
+				t.Fatalf("%s with %s: got %+v, %v; want a 400 saying what to send", binding[0], payload, r, err)
+			}
+		}
+	}
+	// Streaming stays refused even with a SHA-256 checksum: the bytes
+	// countersign saw are not the aws-chunked body that is sent.
+	in := req("POST", "http://localhost:7070/lake?delete", hdrs("x-amz-checksum-sha256", sumOf("sha256"), "x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"))
+	in.Body, in.HasBody = body, true
+	if _, err := c.Classify(in); err == nil || !strings.Contains(err.Error(), "not bound") {
+		t.Fatalf("streaming DeleteObjects: %v", err)
+	}
+	// A mismatching checksum is still refused, before anything is signed.
+	in = req("POST", "http://localhost:7070/lake?delete", hdrs("x-amz-checksum-crc32", sumOf("crc32c")))
+	in.Body, in.HasBody = body, true
+	if _, err := c.Classify(in); err == nil || !strings.Contains(err.Error(), "x-amz-checksum-crc32 does not match") {
+		t.Fatalf("mismatching crc32: %v", err)
 	}
 }
 

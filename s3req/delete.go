@@ -140,11 +140,14 @@ func ParseDeleteBody(body []byte, maxKeys int) ([]DeleteKey, error) {
 }
 
 // deleteTargets parses and binds a DeleteObjects body. Every key is its own
-// target. The body must be bound to the signature — by a Content-MD5 or
-// x-amz-checksum-* header the client sent, or by a payload hash — after
-// checking that it matches the body being authorized. Otherwise a caller
-// could get "delete a.parquet" signed and send a body that deletes
-// everything.
+// target. The body must be bound to the signature by SHA-256, the only
+// binding a holder of the signature cannot satisfy with a second body:
+// CRCs are linear (a same-length body deleting other keys with the same
+// CRC32/CRC32C/CRC64NVME takes microseconds to compute) and MD5 and SHA-1
+// have practical collisions. So Content-MD5 and x-amz-checksum-* headers
+// are checked against the body but never count as binding it; the payload
+// hash does (countersign signs the body's SHA-256 when the client sent no
+// x-amz-content-sha256), or a matching x-amz-checksum-sha256.
 func (c *Classifier) deleteTargets(r *Request, in *remotesign.Request) ([]Target, error) {
 	if !in.HasBody || in.Body == "" {
 		return nil, malformed("DeleteObjects requires the request body in the sign request's \"body\" field")
@@ -153,16 +156,8 @@ func (c *Classifier) deleteTargets(r *Request, in *remotesign.Request) ([]Target
 		return nil, malformed("DeleteObjects body is larger than %d bytes", c.opts.MaxDeleteBodyBytes)
 	}
 	body := []byte(in.Body)
-	bound, err := checkBodyBinding(r, body)
-	if err != nil {
+	if err := bindDeleteBody(r, body); err != nil {
 		return nil, err
-	}
-	if !bound {
-		if !r.AddContentSHA256 {
-			return nil, malformed("DeleteObjects body is not bound to the signature: send Content-MD5 or an x-amz-checksum-* header, or let countersign set x-amz-content-sha256")
-		}
-		sum := sha256.Sum256(body)
-		r.ContentSHA256 = hex.EncodeToString(sum[:])
 	}
 	keys, err := ParseDeleteBody(body, c.opts.MaxDeleteKeys)
 	if err != nil {
@@ -181,43 +176,73 @@ func (c *Classifier) deleteTargets(r *Request, in *remotesign.Request) ([]Target
 	return targets, nil
 }
 
-// checkBodyBinding verifies every body-binding header the client sent
-// against the body. It reports whether at least one binds it.
-func checkBodyBinding(r *Request, body []byte) (bool, error) {
-	bound := false
-	if v, ok := r.Headers.Get("Content-MD5"); ok {
+// errDeleteUnbound says what to send instead of a payload hash that does
+// not bind the body.
+const errDeleteUnbound = "DeleteObjects body is not bound to the signature: x-amz-content-sha256 %q lets another body through; " +
+	"omit x-amz-content-sha256 (countersign then signs the body's SHA-256), send the body's hex SHA-256, " +
+	"or send x-amz-checksum-sha256 (Content-MD5 and CRC checksums do not bind a body)"
+
+// bindDeleteBody checks every body-binding header the client sent against
+// the body and makes sure the signature binds the body by SHA-256.
+func bindDeleteBody(r *Request, body []byte) error {
+	hasSHA256Checksum, err := checkBodyChecksums(r, body)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	hexSum := hex.EncodeToString(sum[:])
+	switch {
+	case r.AddContentSHA256:
+		// The client sent no payload hash: sign the body's.
+		r.ContentSHA256 = hexSum
+	case isLowerHex(r.ContentSHA256, 64):
+		if r.ContentSHA256 != hexSum {
+			return malformed("header x-amz-content-sha256 does not match the DeleteObjects body")
+		}
+	case r.ContentSHA256 == "UNSIGNED-PAYLOAD" && hasSHA256Checksum:
+		// The signed x-amz-checksum-sha256 binds the body; S3 checks it.
+	default:
+		// UNSIGNED-PAYLOAD without a SHA-256 checksum, or a streaming
+		// mode (the body countersign saw would not be the one sent).
+		return malformed(errDeleteUnbound, truncate(r.ContentSHA256))
+	}
+	return nil
+}
+
+// checkBodyChecksums verifies every Content-MD5 and x-amz-checksum-* header
+// the client sent against the body: a mismatch is a confused client (S3
+// would refuse it anyway). It reports whether a matching
+// x-amz-checksum-sha256 was among them.
+func checkBodyChecksums(r *Request, body []byte) (hasSHA256 bool, err error) {
+	if r.Headers.Has("Content-MD5") {
+		v, err := meaningValue(r.Headers, "Content-MD5")
+		if err != nil {
+			return false, err
+		}
 		sum := md5.Sum(body)
 		if v != base64.StdEncoding.EncodeToString(sum[:]) {
 			return false, malformed("header Content-MD5 does not match the DeleteObjects body")
 		}
-		bound = true
-	} else if r.Headers.Has("Content-MD5") {
-		return false, malformed("header Content-MD5 must have exactly one value")
 	}
 	for _, alg := range checksumAlgorithms {
 		name := "x-amz-checksum-" + alg.name
 		if !r.Headers.Has(name) {
 			continue
 		}
-		v, ok := r.Headers.Get(name)
-		if !ok {
-			return false, malformed("header %s must have exactly one value", name)
+		v, err := meaningValue(r.Headers, name)
+		if err != nil {
+			return false, err
 		}
 		h := alg.new()
 		h.Write(body)
 		if v != base64.StdEncoding.EncodeToString(h.Sum(nil)) {
 			return false, malformed("header %s does not match the DeleteObjects body", name)
 		}
-		bound = true
-	}
-	if isLowerHex(r.ContentSHA256, 64) {
-		sum := sha256.Sum256(body)
-		if r.ContentSHA256 != hex.EncodeToString(sum[:]) {
-			return false, malformed("header x-amz-content-sha256 does not match the DeleteObjects body")
+		if alg.name == "sha256" {
+			hasSHA256 = true
 		}
-		bound = true
 	}
-	return bound, nil
+	return hasSHA256, nil
 }
 
 var checksumAlgorithms = [...]struct {

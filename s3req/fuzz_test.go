@@ -1,6 +1,8 @@
 package s3req
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -62,6 +64,15 @@ func FuzzClassify(f *testing.F) {
 				if tg.Key != "" && (seg == "" || seg == "." || seg == "..") {
 					t.Fatalf("unsafe key accepted: %q", tg.Key)
 				}
+			}
+		}
+		// A DeleteObjects body is bound by its SHA-256, never by a weaker
+		// checksum (the fuzzer sends no checksum headers, so the signed
+		// payload hash must be the body's).
+		if r.Operation == "DeleteObjects" {
+			sum := sha256.Sum256([]byte(body))
+			if r.ContentSHA256 != hex.EncodeToString(sum[:]) {
+				t.Fatalf("DeleteObjects signed with payload hash %q, not the body's SHA-256", r.ContentSHA256)
 			}
 		}
 		// The request's own key must re-encode to exactly the path sent.

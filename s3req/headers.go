@@ -1,0 +1,40 @@
+package s3req
+
+import "github.com/countersign/countersign/remotesign"
+
+// Headers whose value the classifier reads for meaning must have one
+// spelling, the way the path has. What the signature covers is not the
+// bytes the client sends but SigV4's canonical form of them: values
+// trimmed (spaces, tabs and, by the signers' TrimSpace, Unicode white
+// space), inner runs of spaces collapsed, and a header sent as several
+// lines joined with ','. So "k " and "k", "a  b" and "a b", one line
+// "a,b" and two lines "a" and "b" all carry the same signature, and
+// whichever the server reads after HTTP has trimmed or split them need not
+// be what countersign authorized. Every value these headers legitimately
+// carry (payload hashes, base64 checksums, decimal lengths, URL-encoded
+// copy sources, byte ranges) is printable ASCII without space, tab or
+// comma, so anything else is refused rather than interpreted.
+
+// meaningValue returns the single value of a meaning header, or an error
+// naming what is wrong with it. The header must be present.
+func meaningValue(h remotesign.Headers, name string) (string, error) {
+	vs := h.Values(name)
+	if len(vs) != 1 {
+		return "", malformed("header %s must have exactly one value (sent as one line), has %d", name, len(vs))
+	}
+	v := vs[0]
+	if v == "" {
+		return "", malformed("header %s is empty", name)
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == ' ' || c == '\t':
+			return "", malformed("header %s must not contain spaces or tabs: SigV4 signs it trimmed and collapsed, so the server could read another value", name)
+		case c == ',':
+			return "", malformed("header %s must not contain a comma: SigV4 signs one \"a,b\" line and two lines \"a\" and \"b\" alike", name)
+		case c < 0x21 || c > 0x7e:
+			return "", malformed("header %s must be printable ASCII (encode the copy source's key and version as %%XX)", name)
+		}
+	}
+	return v, nil
+}
