@@ -13,7 +13,9 @@ package bench
 
 import (
 	"crypto/md5"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -96,7 +98,7 @@ type Workload struct {
 	Deletes       int `json:"deletes"`
 	KeysPerDelete int `json:"keys_per_delete"`
 	// ContentSHA256 adds "x-amz-content-sha256: UNSIGNED-PAYLOAD" to every
-	// request, as some SDK versions do; S3FileIO's default client sends none
+	// request (the body's SHA-256 to DeleteObjects), as some SDK versions do; S3FileIO's default client sends none
 	// and countersign adds it.
 	ContentSHA256 bool `json:"content_sha256"`
 	// Route is "legacy" (POST /v1/aws/s3/sign) or "table" (Iceberg 1.11:
@@ -201,6 +203,7 @@ type deleteOp struct {
 	keys  int
 	body  string
 	md5   string
+	sha   string // hex SHA-256 of body
 }
 
 // NewPlan checks w and builds the requests of one scan.
@@ -397,7 +400,8 @@ func (p *Plan) addDelete(i int) {
 	body := b.String()
 	sum := md5.Sum([]byte(body))
 	idx := int32(len(p.dels))
-	p.dels = append(p.dels, deleteOp{table: t, keys: n, body: body, md5: base64.StdEncoding.EncodeToString(sum[:])})
+	sha := sha256.Sum256([]byte(body))
+	p.dels = append(p.dels, deleteOp{table: t, keys: n, body: body, md5: base64.StdEncoding.EncodeToString(sum[:]), sha: hex.EncodeToString(sha[:])})
 	p.ops = append(p.ops, op{kind: KindDeleteObjects, index: idx})
 }
 
@@ -494,7 +498,12 @@ func (p *Plan) Fill(r *SignRequest, i int, invocationID string) {
 		h = append(h, Header{"Content-Length", strconv.Itoa(len(d.body))}, Header{"Content-MD5", d.md5}, Header{"Content-Type", "application/xml"})
 	}
 	h = append(h, Header{"User-Agent", JavaUserAgent})
-	if p.w.ContentSHA256 {
+	switch {
+	case p.w.ContentSHA256 && o.kind == KindDeleteObjects:
+		// SDKs that send a payload hash hash this small body; countersign
+		// accepts no weaker binding for it.
+		h = append(h, Header{"x-amz-content-sha256", p.dels[o.index].sha})
+	case p.w.ContentSHA256:
 		h = append(h, Header{"x-amz-content-sha256", "UNSIGNED-PAYLOAD"})
 	}
 	sortHeaders(h)
