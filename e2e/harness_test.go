@@ -21,13 +21,26 @@ const (
 	testRegion    = "us-east-1"
 )
 
-// s3Server is a running versitygw, with this module's client helpers.
+// s3Server is a running S3 server (versitygw unless a test runs on each
+// backend), with this module's client helpers.
 type s3Server struct{ *testsupport.S3Server }
 
 // startS3 runs versitygw (see testsupport.Servers.StartS3).
 func startS3(t testing.TB, extraArgs ...string) *s3Server {
 	t.Helper()
 	return &s3Server{servers.StartS3(t, extraArgs...)}
+}
+
+// backend is an S3 implementation that the signing suite and the oracle
+// run against: parser differentials depend on the server.
+type backend struct {
+	name  testsupport.Backend
+	start func(t testing.TB) *s3Server
+}
+
+var backends = []backend{
+	{testsupport.Versitygw, func(t testing.TB) *s3Server { return startS3(t) }},
+	{testsupport.SeaweedFS, func(t testing.TB) *s3Server { return &s3Server{servers.StartSeaweedFS(t)} }},
 }
 
 // signerProc is a running countersign as a client sees it: its URL, its

@@ -10,12 +10,12 @@ import (
 	"github.com/countersign/countersign/testsupport"
 )
 
-// servers starts this module's countersign and versitygw processes;
+// servers starts this module's countersign, versitygw and SeaweedFS processes;
 // TestMain builds the binaries once per test run.
 var servers = &testsupport.Servers{AccessKey: testAccessKey, SecretKey: testSecretKey, Region: testRegion}
 
 func TestMain(m *testing.M) {
 	// COUNTERSIGN_E2E_BUILDFLAGS=-race runs the server under the race
 	// detector too (make e2e does).
-	os.Exit(testsupport.Main(m, servers, testsupport.Build{Name: "e2e", FlagsEnv: "COUNTERSIGN_E2E_BUILDFLAGS"}))
+	os.Exit(testsupport.Main(m, servers, testsupport.Build{Name: "e2e", FlagsEnv: "COUNTERSIGN_E2E_BUILDFLAGS", SeaweedFS: true}))
 }

@@ -92,7 +92,13 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	srv := startS3(t)
+	return newHarnessOn(t, backends[0])
+}
+
+// newHarnessOn is newHarness on backend b.
+func newHarnessOn(t *testing.T, b backend) *harness {
+	t.Helper()
+	srv := b.start(t)
 	srv.CreateBucket(t, "lake")
 	srv.CreateBucket(t, "private")
 	cs := startCountersign(t, baseConfig(t, srv.Port), secretEnv()...)
@@ -234,7 +240,12 @@ func tamperings(res *signResult) []tampered {
 // countersign into versitygw in each addressing style, with keys that need
 // encoding, and shows that any one-byte change breaks the signature.
 func TestSignedRequestsAgainstS3(t *testing.T) {
-	h := newHarness(t)
+	for _, b := range backends {
+		t.Run(string(b.name), func(t *testing.T) { signedRequestsAgainst(t, newHarnessOn(t, b)) })
+	}
+}
+
+func signedRequestsAgainst(t *testing.T, h *harness) {
 	for _, st := range styles(h.s3.Port) {
 		t.Run(st.name, func(t *testing.T) {
 			key := "wh/db/t/data/" + st.name + " a=b+c%d~e/ü-é 数据.parquet"

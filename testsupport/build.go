@@ -20,11 +20,17 @@ type Build struct {
 	// PrebuiltEnv, if set, names an environment variable that may hold the
 	// path of a prebuilt countersign to run instead of building one.
 	PrebuiltEnv string
+	// SeaweedFS also builds SeaweedFS's weed from the pinned tools module
+	// tools/seaweedfs (unless the WEED environment variable names a
+	// binary), for Servers.StartSeaweedFS. A cold build takes many
+	// minutes; the Go build cache makes later ones take seconds.
+	SeaweedFS bool
 }
 
 // Main is a test module's TestMain: it builds countersign from the
-// repository and versitygw from the pinned tools module (unless the
-// VERSITYGW environment variable names a binary) into a temporary
+// repository, versitygw from the pinned tools module (unless the
+// VERSITYGW environment variable names a binary) and, if b asks, SeaweedFS
+// (see Build.SeaweedFS) into a temporary
 // directory, records their paths in s, runs the tests and removes the
 // directory. It returns the exit code for os.Exit.
 func Main(m *testing.M, s *Servers, b Build) int {
@@ -53,6 +59,16 @@ func Main(m *testing.M, s *Servers, b Build) int {
 		if err := goBuild("../tools", s.VersitygwBin, "github.com/versity/versitygw/cmd/versitygw"); err != nil {
 			fmt.Fprintln(os.Stderr, "building versitygw:", err)
 			return 1
+		}
+	}
+	if b.SeaweedFS {
+		s.WeedBin = os.Getenv("WEED")
+		if s.WeedBin == "" {
+			s.WeedBin = filepath.Join(dir, "weed")
+			if err := goBuild("../tools/seaweedfs", s.WeedBin, "github.com/seaweedfs/seaweedfs/weed"); err != nil {
+				fmt.Fprintln(os.Stderr, "building weed:", err)
+				return 1
+			}
 		}
 	}
 	return m.Run()

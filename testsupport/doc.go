@@ -1,6 +1,7 @@
 // Package testsupport runs the real programs that countersign's test
-// modules (e2e and conformance) test against: it builds countersign and
-// the pinned versitygw, starts them on loopback ports, backs versitygw
+// modules (e2e and conformance) test against: it builds countersign, the
+// pinned versitygw and (for e2e) the pinned SeaweedFS, starts them on
+// loopback ports, backs versitygw
 // with its standalone IAM service for temporary credentials, plays the
 // identity provider (a JWKS file and hand-signed RS256 tokens), and makes
 // audit keys.
@@ -12,5 +13,6 @@
 //
 // The test binary's working directory must be a module directly below
 // the repository root (as e2e/ and conformance/ are): countersign is
-// built from "..", versitygw from "../tools".
+// built from "..", versitygw from "../tools", SeaweedFS from
+// "../tools/seaweedfs".
 package testsupport

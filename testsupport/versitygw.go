@@ -22,16 +22,18 @@ import (
 type Servers struct {
 	CountersignBin string
 	VersitygwBin   string
+	WeedBin        string // SeaweedFS, when Build.SeaweedFS asked for it
 	// AccessKey and SecretKey are versitygw's root credentials, which
 	// countersign signs with in most tests.
 	AccessKey, SecretKey string
 	Region               string
 }
 
-// S3Server is a running versitygw.
+// S3Server is a running S3 server: versitygw, or SeaweedFS.
 type S3Server struct {
 	Port    int
 	Dir     string // its temporary directory; objects are under Dir/data
+	Backend Backend
 	servers *Servers
 }
 
@@ -95,13 +97,13 @@ func (s *Servers) StartS3(t testing.TB, extraArgs ...string) *S3Server {
 			cmd.Process.Kill()
 			cmd.Wait()
 		})
-		return &S3Server{Port: port, Dir: dir, servers: s}
+		return &S3Server{Port: port, Dir: dir, Backend: Versitygw, servers: s}
 	}
 	t.Fatal(lastErr)
 	return nil
 }
 
-// AdminClient talks to versitygw directly with the root keys, for test
+// AdminClient talks to the server directly with the root keys, for test
 // setup (creating buckets) and for checking results independently of
 // countersign.
 func (s *S3Server) AdminClient() *s3.Client {
@@ -123,7 +125,7 @@ func (s *S3Server) CreateBucket(t testing.TB, name string) {
 }
 
 // LoopbackTransport is an HTTP transport that sends requests for any host
-// name ("lake.localhost:PORT" included) to versitygw's loopback port, so
+// name ("lake.localhost:PORT" included) to the server's loopback port, so
 // no name resolution is needed, and leaves bodies as sent.
 func (s *S3Server) LoopbackTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}

@@ -1,0 +1,137 @@
+package testsupport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// The second S3 implementation: SeaweedFS's all-in-one `weed mini`
+// (master, volume, filer, S3 gateway and its admin server in one process).
+// Parser differentials depend on the server, so the e2e suite runs its
+// signing tests against it as well as versitygw.
+
+// Backend names an S3 implementation a test runs against.
+type Backend string
+
+const (
+	Versitygw Backend = "versitygw"
+	SeaweedFS Backend = "seaweedfs"
+)
+
+// miniPorts are every listening port of `weed mini`, each given explicitly
+// so that nothing binds a default port (which mini would otherwise move
+// to a free one silently) and all of them are on loopback.
+var miniPorts = []string{
+	"master.port", "master.port.grpc",
+	"volume.port", "volume.port.grpc",
+	"filer.port", "filer.port.grpc",
+	"s3.port", "s3.port.grpc",
+	"webdav.port", // disabled below, but given so nothing defaults
+	"admin.port", "admin.port.grpc",
+}
+
+// StartSeaweedFS runs `weed mini` with a fresh data directory, every port
+// on a free loopback port, virtual-hosted buckets under "localhost", and
+// one static identity with s's keys and every action; telemetry (which
+// reports to an outside host by default), WebDAV, the Iceberg and Lance
+// catalogs and the admin's legacy port are off. It waits until the S3
+// gateway answers a signed ListBuckets and stops it when the test ends.
+// A failed start (a port taken in between) is retried on new ports.
+func (s *Servers) StartSeaweedFS(t testing.TB) *S3Server {
+	t.Helper()
+	if s.WeedBin == "" {
+		t.Fatal("StartSeaweedFS: no weed binary (testsupport.Build.SeaweedFS is off)")
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type credential struct {
+		AccessKey string `json:"accessKey"`
+		SecretKey string `json:"secretKey"`
+	}
+	type identity struct {
+		Name        string       `json:"name"`
+		Credentials []credential `json:"credentials"`
+		Actions     []string     `json:"actions"`
+	}
+	cfg, err := json.Marshal(map[string][]identity{"identities": {{
+		Name:        "root",
+		Credentials: []credential{{s.AccessKey, s.SecretKey}},
+		Actions:     []string{"Admin", "Read", "Write", "List", "Tagging"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "s3.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		args := []string{"mini", "-dir", data, "-ip", "127.0.0.1", "-ip.bind", "127.0.0.1",
+			"-master.telemetry=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+			"-admin.port.legacy=0", "-s3.config", cfgPath, "-s3.domainName", "localhost"}
+		ports := map[string]int{}
+		for _, name := range miniPorts {
+			ports[name] = FreePort(t)
+			args = append(args, "-"+name+"="+strconv.Itoa(ports[name]))
+		}
+		cmd := exec.Command(s.WeedBin, args...)
+		cmd.Dir = dir
+		var logBuf LockedBuffer
+		cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		srv := &S3Server{Port: ports["s3.port"], Dir: dir, Backend: SeaweedFS, servers: s}
+		if err := waitS3(srv, 60*time.Second); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			lastErr = fmt.Errorf("weed mini did not start: %v\n%s", err, logBuf.String())
+			continue
+		}
+		t.Cleanup(func() {
+			cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+		return srv
+	}
+	t.Fatal(lastErr)
+	return nil
+}
+
+// waitS3 waits until the server answers a signed ListBuckets: the port
+// opens before the gateway has loaded its identities from the filer.
+func waitS3(srv *S3Server, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := srv.AdminClient().ListBuckets(ctx, &s3.ListBucketsInput{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
