@@ -274,7 +274,7 @@ func TestJSONIsIcebergsRemoteSignRequest(t *testing.T) {
 // with serve -dev's endpoints, and checks the operation and objects.
 func TestPlanIsAcceptedByCountersign(t *testing.T) {
 	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{
-		{Name: "dev", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}},
+		{Name: "dev", Scheme: "http", Host: "localhost", Port: 7070, VirtualHostDomain: "localhost", Regions: []string{"us-east-1"}},
 		{Name: "dev-ip", Scheme: "http", Host: "127.0.0.1", Port: 7070, Addressing: s3req.AddressingPath, Regions: []string{"us-east-1"}},
 	}})
 	if err != nil {

@@ -159,6 +159,7 @@ endpoints:
     scheme: http
     host: localhost
     port: %[1]d
+    virtual_host_domain: localhost   # versitygw runs with --virtual-domain localhost
     regions: [us-east-1]
 credentials:
   source: static

@@ -17,9 +17,9 @@ import (
 func testClassifier(t testing.TB) *Classifier {
 	t.Helper()
 	c, err := New(Options{Endpoints: []Endpoint{
-		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}},
+		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, VirtualHostDomain: "localhost", Regions: []string{"us-east-1"}},
 		{Name: "local-ip", Scheme: "http", Host: "127.0.0.1", Port: 7070, Addressing: AddressingPath, Regions: []string{"us-east-1"}},
-		{Name: "minio", Scheme: "https", Host: "s3.example.com", Addressing: AddressingVirtual, Regions: []string{"eu-west-1"}},
+		{Name: "minio", Scheme: "https", Host: "s3.example.com", Addressing: AddressingVirtual, VirtualHostDomain: "s3.example.com", Regions: []string{"eu-west-1"}},
 		{Name: "aws", AWS: true, Regions: []string{"us-east-1", "eu-central-1"}},
 	}})
 	if err != nil {

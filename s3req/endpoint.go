@@ -12,8 +12,10 @@ import (
 type Addressing string
 
 const (
-	// AddressingAuto accepts both: host == endpoint host means path-style,
-	// host == "<bucket>." + endpoint host means virtual-hosted.
+	// AddressingAuto accepts both forms where they are unambiguous: for
+	// AWS always; for a custom endpoint path-style at Host and, only when
+	// VirtualHostDomain names the server's virtual-host domain,
+	// "<bucket>." + VirtualHostDomain as virtual-hosted.
 	AddressingAuto    Addressing = "auto"
 	AddressingPath    Addressing = "path"
 	AddressingVirtual Addressing = "virtual"
@@ -34,6 +36,15 @@ type Endpoint struct {
 	Port int `yaml:"port"`
 	// Addressing is "auto" (default), "path" or "virtual".
 	Addressing Addressing `yaml:"addressing"`
+	// VirtualHostDomain is the domain under which the S3 server itself
+	// serves virtual-hosted buckets ("<bucket>.<domain>"): MinIO's
+	// MINIO_DOMAIN, Ceph's rgw_dns_name, versitygw's --virtual-domain. It
+	// must be set for a custom endpoint to accept virtual-hosted requests,
+	// because a server without virtual hosting reads
+	// "lake.host/other/secret" as bucket "other": countersign can only
+	// know which bucket the server serves if it is told. Empty: the
+	// endpoint is path-style. Not used with AWS.
+	VirtualHostDomain string `yaml:"virtual_host_domain"`
 	// Regions lists the regions a request may name. Required.
 	Regions []string `yaml:"regions"`
 	// AWS matches Amazon S3's own host names for the configured regions:
@@ -75,6 +86,9 @@ func (e *Endpoint) Validate() error {
 		if e.Host != "" {
 			return fmt.Errorf("endpoint %q: host must be empty when aws is true", e.Name)
 		}
+		if e.VirtualHostDomain != "" {
+			return fmt.Errorf("endpoint %q: virtual_host_domain must be empty when aws is true (Amazon S3's virtual-host names are built in)", e.Name)
+		}
 		return nil
 	}
 	if e.Host == "" {
@@ -85,8 +99,17 @@ func (e *Endpoint) Validate() error {
 			return fmt.Errorf("endpoint %q: host %q must be a lower-case host name or IP address without port", e.Name, e.Host)
 		}
 	}
-	if _, err := netip.ParseAddr(strings.Trim(e.Host, "[]")); err == nil && e.Addressing == AddressingVirtual {
-		return fmt.Errorf("endpoint %q: virtual-hosted addressing needs a host name, not an IP address", e.Name)
+	switch d := e.VirtualHostDomain; {
+	case d == "" && e.Addressing == AddressingVirtual:
+		return fmt.Errorf("endpoint %q: addressing: virtual needs virtual_host_domain, the domain the S3 server serves \"<bucket>.\" names under "+
+			"(MinIO's MINIO_DOMAIN, Ceph's rgw_dns_name, versitygw's --virtual-domain); without it use addressing: path", e.Name)
+	case d == "":
+	case e.Addressing == AddressingPath:
+		return fmt.Errorf("endpoint %q: virtual_host_domain %q contradicts addressing: path (use auto or virtual, or drop virtual_host_domain)", e.Name, d)
+	case isIPAddr(strings.Trim(d, "[]")):
+		return fmt.Errorf("endpoint %q: virtual_host_domain %q must be a host name, not an IP address", e.Name, d)
+	case checkHostName(d) != nil:
+		return fmt.Errorf("endpoint %q: virtual_host_domain %q must be a lower-case host name without port or trailing dot", e.Name, d)
 	}
 	return nil
 }
@@ -136,6 +159,9 @@ func matchEndpoint(endpoints []Endpoint, scheme, host string, port int, region s
 	if regionErr != nil {
 		return hostMatch{}, regionErr
 	}
+	if err := unservedVirtualHost(endpoints, scheme, host, port); err != nil {
+		return hostMatch{}, err
+	}
 	return hostMatch{}, forbidden("host %q (scheme %s, port %d) is not a configured S3 endpoint", truncate(host), scheme, port)
 }
 
@@ -143,17 +169,41 @@ func (e *Endpoint) matchHost(host, region string) (hostMatch, bool) {
 	if e.AWS {
 		return matchAWSHost(e, host, region)
 	}
-	pathOK := e.Addressing != AddressingVirtual
-	// A bucket label in front of an IP address is not a host name anyone
-	// serves; never read "b.127.0.0.1" as virtual-hosted.
-	virtualOK := e.Addressing != AddressingPath && !isIPAddr(strings.Trim(e.Host, "[]"))
-	if host == e.Host {
-		return hostMatch{endpoint: e}, pathOK
+	if host == e.Host && e.Addressing != AddressingVirtual {
+		return hostMatch{endpoint: e}, true
 	}
-	if virtualOK && len(host) > len(e.Host)+1 && strings.HasSuffix(host, e.Host) && host[len(host)-len(e.Host)-1] == '.' {
-		return hostMatch{endpoint: e, bucket: host[:len(host)-len(e.Host)-1], virtual: true}, true
+	// Virtual-hosted only under the domain the server is configured to
+	// serve buckets under (Validate keeps it empty for addressing: path).
+	if b, ok := bucketLabel(host, e.VirtualHostDomain); ok {
+		return hostMatch{endpoint: e, bucket: b, virtual: true}, true
 	}
 	return hostMatch{}, false
+}
+
+// bucketLabel returns b when host is "b." + domain.
+func bucketLabel(host, domain string) (string, bool) {
+	if domain == "" || len(host) <= len(domain)+1 || !strings.HasSuffix(host, domain) || host[len(host)-len(domain)-1] != '.' {
+		return "", false
+	}
+	return host[:len(host)-len(domain)-1], true
+}
+
+// unservedVirtualHost explains a refusal of "<bucket>.<host>" at a
+// path-style custom endpoint, the form that used to be read as
+// virtual-hosted although the server may serve another bucket for it.
+func unservedVirtualHost(endpoints []Endpoint, scheme, host string, port int) error {
+	for i := range endpoints {
+		e := &endpoints[i]
+		if e.AWS || e.Scheme != scheme || e.effectivePort() != port || isIPAddr(strings.Trim(e.Host, "[]")) {
+			continue
+		}
+		if b, ok := bucketLabel(host, e.Host); ok {
+			return forbidden("host %q is a virtual-hosted name under endpoint %q, which is path-style: countersign cannot know that the server serves bucket %q there "+
+				"(a server without virtual hosting serves the path's first segment); send path-style requests, or set the endpoint's virtual_host_domain to the server's virtual-host domain",
+				truncate(host), e.Name, truncate(b))
+		}
+	}
+	return nil
 }
 
 // matchAWSHost recognizes Amazon S3's regional and legacy global endpoints.

@@ -17,6 +17,8 @@ func FuzzClassify(f *testing.F) {
 	seeds := []struct{ method, uri, copySrc, body string }{
 		{"GET", "http://localhost:7070/lake/wh/db/t/data/f.parquet", "", ""},
 		{"GET", "http://lake.localhost:7070/a%20b%3Dc", "", ""},
+		{"GET", "https://lake.s3.example.com/other/secret", "", ""},
+		{"GET", "http://lake.127.0.0.1:7070/other/secret", "", ""},
 		{"PUT", "http://localhost:7070/lake/k?partNumber=1&uploadId=x", "lake/src%20k?versionId=1", ""},
 		{"POST", "http://localhost:7070/lake?delete", "", "<Delete><Object><Key>a</Key></Object></Delete>"},
 		{"GET", "http://localhost:7070/lake?list-type=2&prefix=wh%2F", "", ""},
@@ -65,6 +67,12 @@ func FuzzClassify(f *testing.F) {
 					t.Fatalf("unsafe key accepted: %q", tg.Key)
 				}
 			}
+		}
+		// A custom endpoint decides a bucket from the host only under the
+		// virtual-host domain the server is configured to serve.
+		if h, _, _ := strings.Cut(r.Host, ":"); !r.Endpoint.AWS && h != r.Endpoint.Host && r.Bucket != "" &&
+			(r.Endpoint.VirtualHostDomain == "" || h != r.Bucket+"."+r.Endpoint.VirtualHostDomain) {
+			t.Fatalf("host %q decided as bucket %q at endpoint %+v", r.Host, r.Bucket, r.Endpoint)
 		}
 		// A DeleteObjects body is bound by its SHA-256, never by a weaker
 		// checksum (the fuzzer sends no checksum headers, so the signed

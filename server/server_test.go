@@ -51,7 +51,7 @@ func newTestServer(t testing.TB, rego string, creds aws.CredentialsProvider, opt
 		t.Fatal(err)
 	}
 	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{
-		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}},
+		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, VirtualHostDomain: "localhost", Regions: []string{"us-east-1"}},
 	}})
 	if err != nil {
 		t.Fatal(err)

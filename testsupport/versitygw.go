@@ -70,6 +70,19 @@ func WaitPort(port int, timeout time.Duration) error {
 // so a failed start is retried on a new port.
 func (s *Servers) StartS3(t testing.TB, extraArgs ...string) *S3Server {
 	t.Helper()
+	return s.startS3(t, []string{"--virtual-domain", "localhost"}, extraArgs)
+}
+
+// StartS3PathOnly is StartS3 without a virtual-host domain: like MinIO
+// without MINIO_DOMAIN or Ceph without rgw_dns_name, versitygw then serves
+// "<anything>.localhost/b/k" as bucket b.
+func (s *Servers) StartS3PathOnly(t testing.TB, extraArgs ...string) *S3Server {
+	t.Helper()
+	return s.startS3(t, nil, extraArgs)
+}
+
+func (s *Servers) startS3(t testing.TB, addressing, extraArgs []string) *S3Server {
+	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	if err := os.Mkdir(data, 0o755); err != nil {
@@ -79,7 +92,8 @@ func (s *Servers) StartS3(t testing.TB, extraArgs ...string) *S3Server {
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)
 		args := append([]string{"--access", s.AccessKey, "--secret", s.SecretKey,
-			"--port", fmt.Sprintf("127.0.0.1:%d", port), "--virtual-domain", "localhost", "--quiet"}, extraArgs...)
+			"--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet"}, addressing...)
+		args = append(args, extraArgs...)
 		args = append(args, "posix", data)
 		cmd := exec.Command(s.VersitygwBin, args...)
 		var logBuf LockedBuffer

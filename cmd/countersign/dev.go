@@ -29,8 +29,9 @@ const (
 )
 
 // devConfig is serve -dev's embedded default: a local S3-compatible server
-// on port 7070 (e.g. versitygw), path-style or virtual-hosted under
-// localhost, region us-east-1, HS256 dev tokens, the embedded dev policy.
+// on port 7070 (e.g. versitygw, started as it prints: without a virtual-host
+// domain, so path-style only), region us-east-1, HS256 dev tokens, the
+// embedded dev policy.
 func devConfig() Config {
 	return Config{
 		Listen: "127.0.0.1:8181",
