@@ -126,6 +126,11 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 		main.Role = "bucket"
 	}
 	if p, ok := q.get("versionId"); ok {
+		// S3 refuses an empty version id; a server that took it for "no
+		// version" would delete or read other than what was decided.
+		if p.value == "" {
+			return nil, malformed("uri query parameter \"versionId\" is empty: name a version or leave the parameter out")
+		}
 		main.VersionID = p.value
 	}
 
@@ -154,7 +159,7 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 	r.Targets = append(make([]Target, 0, 2), main)
 	if hasCopy {
 		r.Targets = append(r.Targets, Target{
-			Operation: op.name, Action: "s3:GetObject", Access: AccessRead,
+			Operation: op.name, Action: copySourceAction(copySrc.versionID), Access: AccessRead,
 			Bucket: copySrc.bucket, Key: copySrc.key, VersionID: copySrc.versionID, Role: "copy-source",
 		})
 	}

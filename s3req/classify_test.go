@@ -52,7 +52,9 @@ func TestOperationTable(t *testing.T) {
 		key, prefix       string // prefix "-" means no prefix
 	}{
 		{"GET", "/k/data/f.parquet", nil, "GetObject", "s3:GetObject", AccessRead, "k/data/f.parquet", "-"},
-		{"GET", "/k?x-id=GetObject&versionId=v1&partNumber=2&response-content-type=a%2Fb", nil, "GetObject", "s3:GetObject", AccessRead, "k", "-"},
+		{"GET", "/k?x-id=GetObject&versionId=v1&partNumber=2&response-content-type=a%2Fb", nil, "GetObject", "s3:GetObjectVersion", AccessRead, "k", "-"},
+		{"GET", "/k?x-id=GetObject&partNumber=2&response-content-type=a%2Fb", nil, "GetObject", "s3:GetObject", AccessRead, "k", "-"},
+		{"HEAD", "/k?versionId=null", nil, "HeadObject", "s3:GetObjectVersion", AccessRead, "k", "-"},
 		{"HEAD", "/k", nil, "HeadObject", "s3:GetObject", AccessRead, "k", "-"},
 		{"PUT", "/k?x-id=PutObject", nil, "PutObject", "s3:PutObject", AccessWrite, "k", "-"},
 		{"PUT", "/k", hdrs("x-amz-copy-source", "/lake/src"), "CopyObject", "s3:PutObject", AccessWrite, "k", "-"},
@@ -64,7 +66,17 @@ func TestOperationTable(t *testing.T) {
 		{"DELETE", "/k?uploadId=abc", nil, "AbortMultipartUpload", "s3:AbortMultipartUpload", AccessWrite, "k", "-"},
 		{"GET", "/k?uploadId=abc&max-parts=10", nil, "ListParts", "s3:ListMultipartUploadParts", AccessRead, "k", "-"},
 		{"DELETE", "/k", nil, "DeleteObject", "s3:DeleteObject", AccessDelete, "k", "-"},
-		{"DELETE", "/k?versionId=3", nil, "DeleteObject", "s3:DeleteObject", AccessDelete, "k", "-"},
+		{"DELETE", "/k?versionId=3", nil, "DeleteObject", "s3:DeleteObjectVersion", AccessDeleteVersion, "k", "-"},
+		{"DELETE", "/k?versionId=null&x-id=DeleteObject", nil, "DeleteObject", "s3:DeleteObjectVersion", AccessDeleteVersion, "k", "-"},
+		{"GET", "/k?tagging&versionId=3", nil, "GetObjectTagging", "s3:GetObjectVersionTagging", AccessRead, "k", "-"},
+		{"PUT", "/k?tagging&versionId=3", nil, "PutObjectTagging", "s3:PutObjectVersionTagging", AccessWrite, "k", "-"},
+		{"DELETE", "/k?tagging&versionId=3", nil, "DeleteObjectTagging", "s3:DeleteObjectVersionTagging", AccessWrite, "k", "-"},
+		{"GET", "/k?acl&versionId=3", nil, "GetObjectAcl", "s3:GetObjectVersionAcl", AccessAdmin, "k", "-"},
+		{"PUT", "/k?acl&versionId=3", nil, "PutObjectAcl", "s3:PutObjectVersionAcl", AccessAdmin, "k", "-"},
+		{"GET", "/k?attributes&versionId=3", nil, "GetObjectAttributes", "s3:GetObjectVersionAttributes", AccessAdmin, "k", "-"},
+		{"POST", "/k?select&versionId=3", nil, OperationUnknown, ActionUnknown, AccessAdmin, "k", "-"},
+		{"POST", "/k?uploadId=abc&versionId=3", nil, OperationUnknown, ActionUnknown, AccessAdmin, "k", "-"},
+		{"GET", "?versionId=3", nil, OperationUnknown, ActionUnknown, AccessAdmin, "", "-"},
 		{"GET", "?list-type=2&prefix=wh%2Fdb%2F&delimiter=%2F&max-keys=10&continuation-token=t&start-after=a&encoding-type=url&fetch-owner=true", nil, "ListObjectsV2", "s3:ListBucket", AccessList, "", "wh/db/"},
 		{"GET", "?prefix=wh", nil, "ListObjects", "s3:ListBucket", AccessList, "", "wh"},
 		{"GET", "", nil, "ListObjects", "s3:ListBucket", AccessList, "", ""},
@@ -149,7 +161,7 @@ func TestCopySourceTarget(t *testing.T) {
 	}
 	src := r.Targets[1]
 	if src.Role != "copy-source" || src.Bucket != "other" || src.Key != "src/a b.parquet" || src.VersionID != "v7" ||
-		src.Action != "s3:GetObject" || src.Access != AccessRead {
+		src.Action != "s3:GetObjectVersion" || src.Access != AccessRead {
 		t.Fatalf("copy source target = %+v", src)
 	}
 	if r.Targets[0].Action != "s3:PutObject" || r.Targets[0].Key != "dst/b.parquet" {

@@ -168,8 +168,9 @@ func (c *Classifier) deleteTargets(r *Request, in *remotesign.Request) ([]Target
 		if err := c.checkKey(k.Key, "DeleteObjects key"); err != nil {
 			return nil, err
 		}
+		action, access := deleteAction(k.VersionID)
 		targets = append(targets, Target{
-			Operation: "DeleteObjects", Action: "s3:DeleteObject", Access: AccessDelete,
+			Operation: "DeleteObjects", Action: action, Access: access,
 			Bucket: r.Bucket, Key: k.Key, VersionID: k.VersionID, Role: "delete-key",
 		})
 	}

@@ -22,13 +22,56 @@ const (
 var unknownOp = operation{name: OperationUnknown, action: ActionUnknown, access: AccessAdmin}
 
 var (
-	objectReadParams = []string{"x-id", "versionId", "partNumber",
+	objectReadParams = []string{"x-id", "partNumber",
 		"response-cache-control", "response-content-disposition", "response-content-encoding",
 		"response-content-language", "response-content-type", "response-expires"}
 	listV2Params = []string{"x-id", "list-type", "prefix", "delimiter", "max-keys",
 		"continuation-token", "start-after", "encoding-type", "fetch-owner"}
 	listV1Params = []string{"x-id", "prefix", "delimiter", "max-keys", "marker", "encoding-type"}
 )
+
+// versionedActions are the operations that may name an object version
+// (?versionId=), with the IAM action they are when they do: reading,
+// deleting, tagging or changing the ACL of one version is its own action
+// in IAM, so a grant of the unversioned action does not cover it. Any
+// other operation with a versionId is Unknown.
+var versionedActions = map[string]string{
+	"GetObject":           "s3:GetObjectVersion",
+	"HeadObject":          "s3:GetObjectVersion",
+	"DeleteObject":        "s3:DeleteObjectVersion",
+	"GetObjectTagging":    "s3:GetObjectVersionTagging",
+	"PutObjectTagging":    "s3:PutObjectVersionTagging",
+	"DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
+	"GetObjectAcl":        "s3:GetObjectVersionAcl",
+	"PutObjectAcl":        "s3:PutObjectVersionAcl",
+	"GetObjectAttributes": "s3:GetObjectVersionAttributes",
+	// IAM has no separate version action for these; the version is in
+	// the decision's resource.
+	"GetObjectRetention": "s3:GetObjectRetention",
+	"PutObjectRetention": "s3:PutObjectRetention",
+	"GetObjectLegalHold": "s3:GetObjectLegalHold",
+	"PutObjectLegalHold": "s3:PutObjectLegalHold",
+	"RestoreObject":      "s3:RestoreObject",
+}
+
+// deleteAction is the action and access class of deleting one object:
+// without a version a delete marker (recoverable where versioning is on),
+// with one the permanent removal of that version, which has its own access
+// class so that no "delete" grant covers it by accident.
+func deleteAction(versionID string) (string, Access) {
+	if versionID != "" {
+		return "s3:DeleteObjectVersion", AccessDeleteVersion
+	}
+	return "s3:DeleteObject", AccessDelete
+}
+
+// copySourceAction is the IAM action of reading a copy source.
+func copySourceAction(versionID string) string {
+	if versionID != "" {
+		return "s3:GetObjectVersion"
+	}
+	return "s3:GetObject"
+}
 
 // objectSubresources are object-level subresources that are not part of the
 // data path. They are classified so policies can name them, and the example
@@ -186,8 +229,19 @@ func classifyOperation(method string, hasBucket, hasKey, copySource bool, q para
 	if op.name == OperationUnknown {
 		return op
 	}
+	_, versioned := q.get("versionId")
+	if versioned {
+		action, ok := versionedActions[op.name]
+		if !ok || !hasKey {
+			return unknownOp
+		}
+		op.action = action
+		if op.name == "DeleteObject" {
+			op.access = AccessDeleteVersion
+		}
+	}
 	for _, p := range q {
-		if p.key != marker && !contains(op.params, p.key) {
+		if p.key != marker && !contains(op.params, p.key) && !(versioned && p.key == "versionId") {
 			return unknownOp
 		}
 	}
@@ -208,7 +262,7 @@ func objectOperation(method, marker string, copySource bool) operation {
 			}
 			return operation{"PutObject", "s3:PutObject", AccessWrite, []string{"x-id"}}
 		case "DELETE":
-			return operation{"DeleteObject", "s3:DeleteObject", AccessDelete, []string{"x-id", "versionId"}}
+			return operation{"DeleteObject", "s3:DeleteObject", AccessDelete, []string{"x-id"}}
 		}
 	case "uploads":
 		if method == "POST" {
@@ -232,16 +286,16 @@ func objectOperation(method, marker string, copySource bool) operation {
 	case "tagging":
 		switch method {
 		case "GET":
-			return operation{"GetObjectTagging", "s3:GetObjectTagging", AccessRead, []string{"x-id", "versionId"}}
+			return operation{"GetObjectTagging", "s3:GetObjectTagging", AccessRead, []string{"x-id"}}
 		case "PUT":
-			return operation{"PutObjectTagging", "s3:PutObjectTagging", AccessWrite, []string{"x-id", "versionId"}}
+			return operation{"PutObjectTagging", "s3:PutObjectTagging", AccessWrite, []string{"x-id"}}
 		case "DELETE":
-			return operation{"DeleteObjectTagging", "s3:DeleteObjectTagging", AccessWrite, []string{"x-id", "versionId"}}
+			return operation{"DeleteObjectTagging", "s3:DeleteObjectTagging", AccessWrite, []string{"x-id"}}
 		}
 	default:
 		if op, ok := objectSubresources[marker][method]; ok {
 			op.access = AccessAdmin
-			op.params = []string{"x-id", "versionId"}
+			op.params = []string{"x-id"}
 			return op
 		}
 	}

@@ -14,8 +14,13 @@ const (
 	AccessRead   Access = "read"
 	AccessWrite  Access = "write"
 	AccessDelete Access = "delete"
-	AccessList   Access = "list"
-	AccessAdmin  Access = "admin"
+	// AccessDeleteVersion is the permanent removal of one object version
+	// (s3:DeleteObjectVersion). It is not "delete": on a versioned bucket a
+	// plain delete only adds a delete marker, and the versions it hides are
+	// the recovery path a grant for snapshot expiry must not take away.
+	AccessDeleteVersion Access = "delete_version"
+	AccessList          Access = "list"
+	AccessAdmin         Access = "admin"
 )
 
 // Target is one authorization question: may the caller perform Action on the
