@@ -111,6 +111,10 @@ func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 	dst = jsonstr.Append(dst, r.Bucket)
 	dst = append(dst, `,"key":`...)
 	dst = jsonstr.Append(dst, r.Key)
+	if r.VersionID != "" {
+		dst = append(dst, `,"version_id":`...)
+		dst = jsonstr.Append(dst, r.VersionID)
+	}
 	if r.Prefix != nil {
 		dst = append(dst, `,"prefix":`...)
 		dst = jsonstr.Append(dst, *r.Prefix)

@@ -39,7 +39,7 @@ func goldenRecords() [][]byte {
 		Time: time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC),
 		Node: at(2), Kind: KindAccess, SourceIP: at(3), RequestID: at(4),
 		Principal: &Principal{Issuer: at(5), ID: at(0), Groups: []string{at(1), at(2), at(7)}, JTI: at(3), TokenHMAC: at(4)},
-		Operation: at(5), Action: at(6), Access: at(7), Bucket: at(0), Key: at(1), Prefix: &prefix, Region: at(2),
+		Operation: at(5), Action: at(6), Access: at(7), Bucket: at(0), Key: at(1), VersionID: at(3), Prefix: &prefix, Region: at(2),
 		Table: &Table{Prefix: at(3), Namespace: []string{at(4), at(5)}, Name: at(6)},
 		Role:  Role(at(7)), Decision: Decision(at(0)), Reason: at(1), Status: 403, PolicyRevision: at(2), EvalMicros: 7,
 		Signing: &Signing{AccessKeyID: at(3), Scope: at(4), AmzDate: at(5), SignedHeaders: []string{at(6), at(7), at(0)},

@@ -42,9 +42,13 @@ const SchemaVersion = 1
 //	                  can be matched to its records
 //	operation         S3 operation, e.g. "GetObject" ("" if not classified)
 //	action            IAM action, e.g. "s3:GetObject"
-//	access            "read", "write", "delete", "list" or "admin"
+//	access            "read", "write", "delete", "delete_version" (the
+//	                  permanent removal of an object version), "list" or "admin"
 //	bucket            bucket ("" if not classified)
 //	key               object key ("" for bucket-level operations)
+//	version_id        the object version the request names (?versionId=,
+//	                  a DeleteObjects <VersionId>, a copy source's
+//	                  ?versionId=); absent when it names none
 //	prefix            list prefix of ListObjects(V2); absent otherwise
 //	region            the request's region
 //	table             absent on the legacy route, else the Iceberg table of
@@ -109,6 +113,7 @@ type Record struct {
 	Access         string     `json:"access,omitempty"`
 	Bucket         string     `json:"bucket,omitempty"`
 	Key            string     `json:"key,omitempty"`
+	VersionID      string     `json:"version_id,omitempty"`
 	Prefix         *string    `json:"prefix,omitempty"`
 	Region         string     `json:"region,omitempty"`
 	Table          *Table     `json:"table,omitempty"`
@@ -278,7 +283,7 @@ func (r *Record) validate(internal bool) error {
 		if len(r.Detail) > maxDetail {
 			return fmt.Errorf("%w: %d detail entries (at most %d)", ErrInvalidRecord, len(r.Detail), maxDetail)
 		}
-		if r.Principal != nil || r.Signing != nil || r.Table != nil || r.Prefix != nil || r.Decision != "" {
+		if r.Principal != nil || r.Signing != nil || r.Table != nil || r.Prefix != nil || r.VersionID != "" || r.Decision != "" {
 			return fmt.Errorf("%w: access fields on a lifecycle record", ErrInvalidRecord)
 		}
 	default:

@@ -93,6 +93,7 @@ func (c *converter) resource(r *Resource) ast.Value {
 		c.kv("key", c.str(r.Key)),
 		c.kv("prefix", prefix),
 		c.kv("arn", c.str(r.ARN)),
+		c.kv("version_id", c.str(r.VersionID)),
 	)
 }
 

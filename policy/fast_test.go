@@ -191,6 +191,7 @@ func (g *inputGen) keyUnder(p string) string {
 type opShape struct {
 	op, action, access string
 	list, copy         bool
+	versioned          bool // the request names a version (resource.version_id)
 }
 
 var opShapes = []opShape{
@@ -201,6 +202,9 @@ var opShapes = []opShape{
 	{op: "UploadPart", action: "s3:PutObject", access: "write"},
 	{op: "DeleteObject", action: "s3:DeleteObject", access: "delete"},
 	{op: "DeleteObjects", action: "s3:DeleteObject", access: "delete"},
+	{op: "DeleteObject", action: "s3:DeleteObjectVersion", access: "delete_version", versioned: true},
+	{op: "DeleteObjects", action: "s3:DeleteObjectVersion", access: "delete_version", versioned: true},
+	{op: "GetObject", action: "s3:GetObjectVersion", access: "read", versioned: true},
 	{op: "ListObjectsV2", action: "s3:ListBucket", access: "list", list: true},
 	{op: "HeadBucket", action: "s3:ListBucket", access: "list"},
 	{op: "CopyObject", action: "s3:PutObject", access: "write", copy: true},
@@ -367,7 +371,7 @@ func (g *inputGen) scope() *Input {
 	}
 	in.Resource.Bucket = g.pick([]string{"lake", "lake", "lake", "lake", "lake2", "raw", "warehouse", "other"})
 	if g.r.IntN(2) == 0 { // a scope likely to be allowed
-		s = opShapes[g.r.IntN(11)]
+		s = opShapes[g.r.IntN(14)]
 		in.Version, in.Operation, in.Action, in.Access = 1, s.op, s.action, s.access
 		in.Resource.Bucket = g.pick([]string{"lake", "warehouse"})
 		if g.r.IntN(3) > 0 {
@@ -393,7 +397,13 @@ func (g *inputGen) scope() *Input {
 		if rel := g.relevant(in); len(rel) > 0 && g.r.IntN(2) == 0 {
 			src = g.resourceKey(in.Resource.Bucket, g.keyUnder(g.pick(rel)), false)
 		}
+		if g.r.IntN(3) == 0 {
+			src.VersionID = g.versionID()
+		}
 		in.CopySource = &src
+	}
+	if s.versioned {
+		in.Resource.VersionID = "v" // marks a versioned scope; object() draws the id
 	}
 	if s.list {
 		in.Resource.Prefix = new(string) // marks a list scope
@@ -402,6 +412,11 @@ func (g *inputGen) scope() *Input {
 }
 
 func (g *inputGen) pick2(xs []int) int { return xs[g.r.IntN(len(xs))] }
+
+// versionID is a version id as S3 and versitygw spell them, or an odd one.
+func (g *inputGen) versionID() string {
+	return g.pick([]string{"null", "3HL4kqtJlcpXroDTDmJ+gq", "v1", "v2", "01HX", "日本", "wh/db/t/", "x"})
+}
 
 // object fills the per-object fields of a copy of scope.
 func (g *inputGen) object(scope *Input) *Input {
@@ -421,6 +436,14 @@ func (g *inputGen) object(scope *Input) *Input {
 		in.Resource = Resource{Bucket: scope.Resource.Bucket, ARN: "arn:aws:s3:::" + scope.Resource.Bucket}
 	} else {
 		in.Resource = g.resourceKey(scope.Resource.Bucket, key, list)
+	}
+	switch {
+	case scope.Resource.VersionID != "":
+		in.Resource.VersionID = g.versionID()
+	case g.r.IntN(20) == 0:
+		// A version id the action does not match: the policy must still
+		// decide it exactly as OPA does.
+		in.Resource.VersionID = g.versionID()
 	}
 	in.Request.Headers = g.headers(g.friendly[scope])
 	if g.r.IntN(3) == 0 {
@@ -641,7 +664,7 @@ reason := "not granted" if not ok`,
 allow if {
 	input.resource.bucket == "lake"
 	count(input) == 10
-	count(input.resource) == 4
+	count(input.resource) == 5
 	input.request.headers.range
 }
 reason := sprintf("%v %v", [object.keys(input.request), input.resource])`,
@@ -703,6 +726,13 @@ reason := sprintf("from %s (%v)", [input.source.ip, input.source])`,
 		"sub-package": `package countersign.authz
 allow if data.countersign.authz.extra.ok
 `,
+		"version": `package countersign.authz
+default allow := false
+allow if { input.resource.version_id == ""; startswith(input.resource.key, "wh/") }
+allow if { startswith(input.resource.version_id, "v"); input.access == "read" }
+allow if { input.copy_source.version_id == "null"; input.resource.version_id != "x" }
+allow if { v := input.resource.version_id; count(v) > 3; not contains(v, "+") }
+reason := sprintf("version %q of %s (copy from %v)", [input.resource.version_id, input.resource.arn, object.get(input, ["copy_source", "version_id"], "-")]) if not allow`,
 		"sub-package-rules": `package countersign.authz.extra
 ok if startswith(input.resource.key, "wh/")
 conflict := 1 if endswith(input.resource.key, ".parquet")
@@ -807,7 +837,7 @@ func TestScopeKeyCoversInput(t *testing.T) {
 	want := map[string][]string{
 		"Input":     {"Version", "Principal", "Operation", "Action", "Access", "Resource", "CopySource", "Table", "Request", "Source"},
 		"Principal": {"ID", "Issuer", "Groups", "Claims"},
-		"Resource":  {"Bucket", "Key", "Prefix", "ARN"},
+		"Resource":  {"Bucket", "Key", "Prefix", "ARN", "VersionID"},
 		"Table":     {"Prefix", "Namespace", "Name"},
 		"Request":   {"Method", "Region", "Host", "Headers"},
 		"Source":    {"IP"},
@@ -1151,15 +1181,18 @@ func TestObjectKeyExact(t *testing.T) {
 	key := func(in *Input) string { return string(appendObjectKey(nil, in)) }
 	want := key(base())
 	for name, mutate := range map[string]func(*Input){
-		"key":             func(in *Input) { in.Resource.Key += "b" },
-		"arn":             func(in *Input) { in.Resource.ARN += "b" },
-		"prefix empty":    func(in *Input) { in.Resource.Prefix = &empty },
-		"ip":              func(in *Input) { in.Source.IP = "10.0.0.2" },
-		"no headers":      func(in *Input) { in.Request.Headers = nil },
-		"empty headers":   func(in *Input) { in.Request.Headers = map[string]string{} },
-		"one more header": func(in *Input) { in.Request.Headers["x-amz-acl"] = "" },
-		"header renamed":  func(in *Input) { delete(in.Request.Headers, "range"); in.Request.Headers["rang"] = "e" },
-		"key into arn":    func(in *Input) { in.Resource.Key, in.Resource.ARN = "wh/db/t/", "aarn:aws:s3:::lake/wh/db/t/a" },
+		"key":              func(in *Input) { in.Resource.Key += "b" },
+		"arn":              func(in *Input) { in.Resource.ARN += "b" },
+		"prefix empty":     func(in *Input) { in.Resource.Prefix = &empty },
+		"ip":               func(in *Input) { in.Source.IP = "10.0.0.2" },
+		"version":          func(in *Input) { in.Resource.VersionID = "v1" },
+		"version null":     func(in *Input) { in.Resource.VersionID = "null" },
+		"key into version": func(in *Input) { in.Resource.ARN, in.Resource.VersionID = "arn:aws:s3:::lake/wh/db/t/", "a" },
+		"no headers":       func(in *Input) { in.Request.Headers = nil },
+		"empty headers":    func(in *Input) { in.Request.Headers = map[string]string{} },
+		"one more header":  func(in *Input) { in.Request.Headers["x-amz-acl"] = "" },
+		"header renamed":   func(in *Input) { delete(in.Request.Headers, "range"); in.Request.Headers["rang"] = "e" },
+		"key into arn":     func(in *Input) { in.Resource.Key, in.Resource.ARN = "wh/db/t/", "aarn:aws:s3:::lake/wh/db/t/a" },
 	} {
 		in := base()
 		mutate(in)

@@ -19,6 +19,7 @@ var unknownFields = []string{
 	"input.resource.key",
 	"input.resource.arn",
 	"input.resource.prefix",
+	"input.resource.version_id",
 	"input.request.headers",
 	"input.source",
 }
@@ -55,6 +56,7 @@ var (
 	keyKey      = ast.StringTerm("key")
 	keyARN      = ast.StringTerm("arn")
 	keyPrefix   = ast.StringTerm("prefix")
+	keyVersion  = ast.StringTerm("version_id")
 	keyHeaders  = ast.StringTerm("headers")
 )
 
@@ -62,7 +64,7 @@ var (
 // the per-object fields.
 func newKnownInput(in *Input) (*knownInput, error) {
 	cp := *in
-	cp.Resource.Key, cp.Resource.ARN, cp.Resource.Prefix = "", "", nil
+	cp.Resource.Key, cp.Resource.ARN, cp.Resource.Prefix, cp.Resource.VersionID = "", "", nil, ""
 	cp.Request.Headers = nil
 	cp.Source = Source{}
 	var x any = &cp
@@ -94,7 +96,7 @@ func newKnownInput(in *Input) (*knownInput, error) {
 		return nil, fmt.Errorf("policy: input without resource or request")
 	}
 	resOld.Foreach(func(key, val *ast.Term) {
-		if !key.Equal(keyKey) && !key.Equal(keyARN) && !key.Equal(keyPrefix) {
+		if !key.Equal(keyKey) && !key.Equal(keyARN) && !key.Equal(keyPrefix) && !key.Equal(keyVersion) {
 			k.resKVs = append(k.resKVs, [2]*ast.Term{key, val})
 		}
 	})
@@ -130,6 +132,7 @@ const (
 type objInput struct {
 	k        *knownInput
 	key, arn lazyStr
+	version  lazyStr
 	ip       lazyStr
 	prefix   ast.Value // a string (boxed when needed) or null
 	pstr     lazyStr
@@ -196,6 +199,7 @@ func (o *objInput) reset(k *knownInput, in *Input) {
 	o.k = k
 	o.key = lazyStr{s: in.Resource.Key}
 	o.arn = lazyStr{s: in.Resource.ARN}
+	o.version = lazyStr{s: in.Resource.VersionID}
 	o.ip = lazyStr{s: in.Source.IP}
 	if in.Resource.Prefix != nil {
 		o.pstr = lazyStr{s: *in.Resource.Prefix}
@@ -254,9 +258,10 @@ func (l *lazyVal) value() ast.Value {
 		}
 		v = ast.NewObject(kvs...)
 	case lzResource:
-		kvs := make([][2]*ast.Term, 0, len(o.k.resKVs)+3)
+		kvs := make([][2]*ast.Term, 0, len(o.k.resKVs)+4)
 		kvs = append(kvs, o.k.resKVs...)
-		kvs = append(kvs, [2]*ast.Term{keyKey, ast.NewTerm(o.key.value())}, [2]*ast.Term{keyARN, ast.NewTerm(o.arn.value())}, [2]*ast.Term{keyPrefix, ast.NewTerm(materialize(o.prefix))})
+		kvs = append(kvs, [2]*ast.Term{keyKey, ast.NewTerm(o.key.value())}, [2]*ast.Term{keyARN, ast.NewTerm(o.arn.value())}, [2]*ast.Term{keyPrefix, ast.NewTerm(materialize(o.prefix))},
+			[2]*ast.Term{keyVersion, ast.NewTerm(o.version.value())})
 		v = ast.NewObject(kvs...)
 	case lzSource:
 		v = ast.NewObject([2]*ast.Term{keyIP, ast.NewTerm(o.ip.value())})
@@ -309,6 +314,8 @@ func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
 			return &o.arn, true
 		case "prefix":
 			return o.prefix, true
+		case "version_id":
+			return &o.version, true
 		}
 		v, ok := o.k.resMap[string(s)]
 		return v, ok
@@ -349,7 +356,7 @@ func (l *lazyVal) StringLength() int                    { return l.value().Strin
 // the full evaluation's JSON round trip would replace invalid bytes, and
 // the fast path reads the fields as they are.
 func validObjectFields(in *Input) bool {
-	if !utf8.ValidString(in.Resource.Key) || !utf8.ValidString(in.Resource.ARN) || !utf8.ValidString(in.Source.IP) {
+	if !utf8.ValidString(in.Resource.Key) || !utf8.ValidString(in.Resource.ARN) || !utf8.ValidString(in.Resource.VersionID) || !utf8.ValidString(in.Source.IP) {
 		return false
 	}
 	if in.Resource.Prefix != nil && !utf8.ValidString(*in.Resource.Prefix) {
@@ -365,7 +372,7 @@ func validObjectFields(in *Input) bool {
 
 // appendObjectKey appends an exact encoding of the per-object fields a
 // decision that read no header value depends on: the key, ARN, prefix,
-// source and the header names (in order, and whether there are headers at
+// version, source and the header names (in order, and whether there are headers at
 // all: a nil map is JSON null).
 func appendObjectKey(b []byte, in *Input) []byte {
 	b = appendStr(b, in.Resource.Key)
@@ -375,6 +382,7 @@ func appendObjectKey(b []byte, in *Input) []byte {
 	} else {
 		b = appendStr(append(b, 1), *p)
 	}
+	b = appendStr(b, in.Resource.VersionID)
 	b = appendStr(b, in.Source.IP)
 	if in.Request.Headers == nil {
 		return append(b, 'n')
@@ -425,6 +433,7 @@ func appendScopeKey(b []byte, in *Input) ([]byte, bool) {
 			b = appendStr(b, *c.Prefix)
 		}
 		b = appendStr(b, c.ARN)
+		b = appendStr(b, c.VersionID)
 	}
 	if t := in.Table; t == nil {
 		b = append(b, 0)

@@ -34,6 +34,10 @@ type Resource struct {
 	Key    string  `json:"key"`
 	Prefix *string `json:"prefix"`
 	ARN    string  `json:"arn"`
+	// VersionID is the object version the request names (?versionId=, a
+	// DeleteObjects <VersionId>, a copy source's ?versionId=), "" when it
+	// names none. Added in version 1.
+	VersionID string `json:"version_id"`
 }
 
 // Table is the Iceberg table named by the per-table sign route.

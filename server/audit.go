@@ -76,7 +76,7 @@ func (c *call) auditRecords() []*audit.Record {
 		d := &c.decisions[i]
 		r := base
 		r.Operation, r.Action, r.Access = t.Operation, t.Action, string(t.Access)
-		r.Bucket, r.Key, r.Prefix = t.Bucket, t.Key, t.Prefix
+		r.Bucket, r.Key, r.Prefix, r.VersionID = t.Bucket, t.Key, t.Prefix, t.VersionID
 		r.Role = auditRole(t.Role)
 		r.PolicyRevision = d.Revision
 		r.EvalMicros = d.elapsed.Microseconds()

@@ -343,7 +343,7 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 	var copySource *policy.Resource
 	for i := range req.Targets {
 		if t := &req.Targets[i]; t.Role == "copy-source" {
-			copySource = &policy.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN()}
+			copySource = &policy.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN(), VersionID: t.VersionID}
 		}
 	}
 	headers := lowerHeaders(req.Headers)
@@ -477,7 +477,7 @@ func buildInput(rt route, req *s3req.Request, t *s3req.Target, headers map[strin
 		Operation: t.Operation,
 		Action:    t.Action,
 		Access:    string(t.Access),
-		Resource:  policy.Resource{Bucket: t.Bucket, Key: t.Key, Prefix: t.Prefix, ARN: t.ARN()},
+		Resource:  policy.Resource{Bucket: t.Bucket, Key: t.Key, Prefix: t.Prefix, ARN: t.ARN(), VersionID: t.VersionID},
 		Table:     rt.table,
 		Request: policy.Request{
 			Method:  req.Method,

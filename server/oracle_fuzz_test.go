@@ -463,6 +463,9 @@ func checkSigned(v4s *v4.Signer, creds aws.Credentials, method, uri, body, gotUR
 	} else if main.Resource.Bucket != bucket || main.Resource.Key != key {
 		return fmt.Errorf("authorized %q/%q, but S3 would see %q/%q (uri %q)", main.Resource.Bucket, main.Resource.Key, bucket, key, uri)
 	}
+	if err := checkVersion(rawQuery, main); err != nil {
+		return err
+	}
 	if err := checkCopySource(h, ins); err != nil {
 		return err
 	}
@@ -568,7 +571,12 @@ func checkCopySource(h map[string][]string, ins []policy.Input) error {
 	if len(v) != 1 {
 		return fmt.Errorf("signed with %d copy sources", len(v))
 	}
-	src, _, _ := strings.Cut(v[0], "?")
+	src, srcQuery, _ := strings.Cut(v[0], "?")
+	sq, _ := url.ParseQuery(srcQuery)
+	version, action := sq.Get("versionId"), "s3:GetObject"
+	if version != "" {
+		action = "s3:GetObjectVersion"
+	}
 	src = strings.TrimPrefix(src, "/")
 	b, rawKey, _ := strings.Cut(src, "/")
 	k, err := url.PathUnescape(rawKey)
@@ -576,15 +584,34 @@ func checkCopySource(h map[string][]string, ins []policy.Input) error {
 		return fmt.Errorf("signed copy source %q does not percent-decode", v[0])
 	}
 	cs := ins[0].CopySource
-	if cs == nil || cs.Bucket != b || cs.Key != k {
+	if cs == nil || cs.Bucket != b || cs.Key != k || cs.VersionID != version {
 		return fmt.Errorf("S3 would copy from %q/%q, policy input copy_source is %+v", b, k, cs)
 	}
 	for _, in := range ins[1:] {
-		if in.Resource.Bucket == b && in.Resource.Key == k && in.Action == "s3:GetObject" {
+		if in.Resource.Bucket == b && in.Resource.Key == k && in.Resource.VersionID == version && in.Action == action {
 			return nil
 		}
 	}
-	return fmt.Errorf("copy source %q/%q was never decided as a read", b, k)
+	return fmt.Errorf("copy source %q/%q (version %q) was never decided as %s", b, k, version, action)
+}
+
+// unversionedActions are the actions IAM replaces by a version action
+// when the request names a version.
+var unversionedActions = []string{"s3:GetObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging",
+	"s3:DeleteObjectTagging", "s3:GetObjectAcl", "s3:PutObjectAcl", "s3:GetObjectAttributes"}
+
+// checkVersion: the version S3 would act on (?versionId=) is the one
+// decided, and under a version action.
+func checkVersion(rawQuery string, main policy.Input) error {
+	q, _ := url.ParseQuery(rawQuery)
+	v := q.Get("versionId")
+	if main.Resource.VersionID != v {
+		return fmt.Errorf("S3 would act on version %q, decided version %q", v, main.Resource.VersionID)
+	}
+	if v != "" && slices.Contains(unversionedActions, main.Action) {
+		return fmt.Errorf("version %q decided as the unversioned %s", v, main.Action)
+	}
+	return nil
 }
 
 // checkDeleteBinding: the signature must bind the body (S3 checks
@@ -629,7 +656,8 @@ func checkDeleteBinding(h map[string][]string, body string, ins []policy.Input, 
 	var doc struct {
 		XMLName xml.Name
 		Objects []struct {
-			Key string `xml:"Key"`
+			Key       string `xml:"Key"`
+			VersionID string `xml:"VersionId"`
 		} `xml:"Object"`
 	}
 	if err := xml.Unmarshal([]byte(body), &doc); err != nil || doc.XMLName.Local != "Delete" {
@@ -639,7 +667,11 @@ func checkDeleteBinding(h map[string][]string, body string, ins []policy.Input, 
 		return fmt.Errorf("S3 would delete %d keys, %d were decided", len(doc.Objects), len(ins))
 	}
 	for i, o := range doc.Objects {
-		if ins[i].Resource.Bucket != bucket || ins[i].Resource.Key != o.Key || ins[i].Action != "s3:DeleteObject" {
+		action := "s3:DeleteObject"
+		if o.VersionID != "" {
+			action = "s3:DeleteObjectVersion"
+		}
+		if ins[i].Resource.Bucket != bucket || ins[i].Resource.Key != o.Key || ins[i].Resource.VersionID != o.VersionID || ins[i].Action != action {
 			return fmt.Errorf("S3 would delete %q/%q, decided %+v", bucket, o.Key, ins[i].Resource)
 		}
 	}

@@ -338,6 +338,9 @@ func auditObject(r *audit.Record) string {
 		return "-"
 	case r.Prefix != nil:
 		return r.Bucket + "/" + *r.Prefix + "*"
+	case r.Key != "" && r.VersionID != "":
+		// One version is another object than the key's current one.
+		return r.Bucket + "/" + r.Key + "?versionId=" + r.VersionID
 	case r.Key != "":
 		return r.Bucket + "/" + r.Key
 	case r.Bucket != "":
