@@ -115,3 +115,10 @@ test_admin_and_dangerous_headers_denied if {
 test_null_principal_denied if {
 	not authz.allow with input as get(null, "wh/db/t/data/f.parquet")
 }
+
+test_token_delete_does_not_remove_versions if {
+	vdel := object.union(del("wh/db/t/data/old.parquet"), {"operation": "DeleteObject", "access": "delete_version", "resource": {"version_id": "v1"}})
+	not authz.allow with input as vdel
+	vwriter := token({"location": "s3://lake/wh/db/t/", "access": ["delete_version"]})
+	authz.allow with input as object.union(vdel, {"principal": vwriter})
+}

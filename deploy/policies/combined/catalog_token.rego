@@ -5,6 +5,9 @@
 #   "location": "s3://bucket/path/to/table/"   (or a list of locations)
 #   "access":   ["read"] | ["read", "list"] | ["read", "write", "delete", "list"]
 #               (optional; absent means ["read"])
+#               "delete" does not include "delete_version" (removing an
+#               object version for good): a token allows that only if
+#               it lists it.
 #
 # The claims are trusted only from the catalog's own issuers
 # (data.countersign.catalog_token.issuers): an identity provider's token

@@ -67,3 +67,14 @@ test_null_principal_denied if {
 	contains(authz.reason, "no group grant, table grant or catalog token allows read") with input as r
 	not authz.allow with input as get(null, table_t, "wh/db/t/data/f.parquet")
 }
+
+vobj(key, version) := object.union(obj(key), {"version_id": version})
+
+test_no_delete_grant_removes_versions if {
+	# eve may delete under wh/db/t/ by group grant and by table grant;
+	# neither removes a version for good, on either route.
+	authz.allow with input as req(eve, table_t, "DeleteObject", "delete", obj("wh/db/t/data/old.parquet"))
+	authz.allow with input as req(eve, null, "DeleteObject", "delete", obj("wh/db/t/data/old.parquet"))
+	not authz.allow with input as req(eve, table_t, "DeleteObject", "delete_version", vobj("wh/db/t/data/old.parquet", "v1"))
+	not authz.allow with input as req(eve, null, "DeleteObject", "delete_version", vobj("wh/db/t/data/old.parquet", "v1"))
+}

@@ -3,11 +3,18 @@
 #   {"<group>": {"<bucket>": {"read":   ["wh/db/t/", ...],
 #                             "write":  [...],
 #                             "delete": [...],
+#                             "delete_version": [...],
 #                             "list":   [...]}}}
 #
 # keyed by what a decision looks up — the principal's group, the bucket,
 # the access class — so a decision scans only that group's prefixes for
 # that bucket and access, however many grants there are.
+#
+# "delete" covers deletes that leave the versions behind (DeleteObject,
+# DeleteObjects without <VersionId>: a delete marker on a versioned
+# bucket), which is what snapshot expiry sends. Removing a version for
+# good (s3:DeleteObjectVersion, access delete_version) needs a grant that
+# names it: "delete" does not cover it, so versioning stays a way back.
 #
 # Prefixes are plain string prefixes, as in IAM: end them with "/" ("wh/db/t/")
 # or "wh/db/t" would also cover "wh/db/t_old/".
@@ -55,11 +62,18 @@ reason := "no principal: the request is not authenticated" if input.principal ==
 reason := msg if {
 	input.principal != null
 	not granted(input.access, input.resource)
-	msg := sprintf("no group of %v grants %v on %v", [
+	msg := sprintf("no group of %v grants %v on %v%v", [
 		object.get(input.principal, "id", ""),
 		object.get(input, "access", null),
 		object.get(input.resource, "arn", "the object"),
+		version_hint,
 	])
+}
+
+default version_hint := ""
+
+version_hint := sprintf(" (version %v: removing a version for good needs a delete_version grant, delete does not cover it)", [input.resource.version_id]) if {
+	input.access == "delete_version"
 }
 
 reason := msg if {

@@ -31,7 +31,7 @@ deny contains "input carries no access class" if not input.access
 
 deny contains msg if {
 	not object.get(input, "access", null) in access_classes
-	msg := sprintf("access class %v is not one of read, write, delete, list, admin", [object.get(input, "access", null)])
+	msg := sprintf("access class %v is not one of read, write, delete, delete_version, list, admin", [object.get(input, "access", null)])
 }
 
 deny contains msg if {
@@ -40,7 +40,10 @@ deny contains msg if {
 	msg := sprintf("header %s changes access control, object protection, encryption keys, tags or the HTTP method", [lower(name)])
 }
 
-access_classes := {"read", "write", "delete", "list", "admin"}
+# delete_version is the permanent removal of an object version
+# (s3:DeleteObjectVersion): a class of its own, so that a "delete" grant
+# (snapshot expiry) does not take away versioning as a way to recover.
+access_classes := {"read", "write", "delete", "delete_version", "list", "admin"}
 
 # Headers that change an object's access control, retention, encryption
 # key or tags, or the request's meaning. x-amz-copy-source is not here: it

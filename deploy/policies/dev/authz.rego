@@ -1,9 +1,10 @@
 # Development policy embedded in `countersign serve -dev`. NOT for
 # production: every caller — authenticated or not (principal null) — may
 # read, write, delete and list objects in the development buckets listed
-# in data.countersign.dev.buckets. The guardrails (guardrails.rego) still
-# deny admin operations (ACLs, bucket configuration, unknown requests) and
-# headers that change an object's protection.
+# in data.countersign.dev.buckets, but not remove object versions for
+# good. The guardrails (guardrails.rego) still deny admin operations (ACLs,
+# bucket configuration, unknown requests) and headers that change an
+# object's protection.
 package countersign.authz
 
 import data.countersign.lib.guardrails
@@ -18,6 +19,13 @@ allow if {
 }
 
 deny contains msg if some msg in guardrails.deny
+
+# Removing an object version for good is not development work: versions
+# are how a mistaken delete or overwrite is undone.
+deny contains msg if {
+	input.access == "delete_version"
+	msg := sprintf("the development policy does not remove object versions for good (%s of version %v)", [object.get(input, "operation", "delete"), object.get(input.resource, "version_id", "")])
+}
 
 deny contains msg if {
 	input.copy_source != null

@@ -32,3 +32,11 @@ test_guardrails if {
 	not authz.allow with input as object.union(get("warehouse", "db/t/f"), {"operation": "PutObjectAcl", "access": "admin"})
 	not authz.allow with input as object.union(get("warehouse", "db/t/f"), {"request": {"headers": {"x-amz-acl": "public-read"}}})
 }
+
+test_versions_not_removed_for_good if {
+	del := object.union(get("warehouse", "db/t/f"), {"operation": "DeleteObject", "action": "s3:DeleteObject", "access": "delete"})
+	authz.allow with input as del
+	vdel := object.union(del, {"action": "s3:DeleteObjectVersion", "access": "delete_version", "resource": {"version_id": "v1"}})
+	not authz.allow with input as vdel
+	contains(authz.reason, "does not remove object versions") with input as vdel
+}

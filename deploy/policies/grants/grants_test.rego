@@ -163,3 +163,31 @@ test_grant_prefixes_end_in_slash if {
 	]
 	count(bad) == 0
 }
+
+# --- object versions -----------------------------------------------------------
+
+vobj(key, version) := object.union(obj("lake", key), {"version_id": version})
+
+delete_version(p, key, version) := req(p, "DeleteObject", "s3:DeleteObjectVersion", "delete_version", vobj(key, version))
+
+test_delete_grant_does_not_remove_versions if {
+	# eve's "delete" grant (snapshot expiry) covers the delete that leaves a
+	# delete marker, not removing a version for good: that is how a
+	# mistaken delete is undone.
+	authz.allow with input as req(eve, "DeleteObject", "s3:DeleteObject", "delete", obj("lake", "wh/db/t/data/old-1.parquet"))
+	not authz.allow with input as delete_version(eve, "wh/db/t/data/old-1.parquet", "3HL4kqtJlcpXroDTDmJ+gq")
+	not authz.allow with input as object.union(delete_version(eve, "wh/db/t/data/old-1.parquet", "null"), {"operation": "DeleteObjects"})
+	contains(authz.reason, "needs a delete_version grant") with input as delete_version(eve, "wh/db/t/data/old-1.parquet", "v1")
+}
+
+test_version_delete_needs_a_grant_that_names_it if {
+	g := {"etl": {"lake": {"delete_version": ["wh/db/t/"]}}}
+	authz.allow with input as delete_version(eve, "wh/db/t/data/old-1.parquet", "v1") with data.countersign.grants as g
+	not authz.allow with input as delete_version(eve, "wh/db/t2/data/old-1.parquet", "v1") with data.countersign.grants as g
+	not authz.allow with input as delete_version(ann, "wh/db/t/data/old-1.parquet", "v1") with data.countersign.grants as g
+}
+
+test_reading_a_version_is_a_read if {
+	authz.allow with input as req(ann, "GetObject", "s3:GetObjectVersion", "read", vobj("wh/db/t/data/00000-0.parquet", "v1"))
+	not authz.allow with input as req(ann, "GetObject", "s3:GetObjectVersion", "read", vobj("wh/db/t2/data/00000-0.parquet", "v1"))
+}

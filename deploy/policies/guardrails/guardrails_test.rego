@@ -95,3 +95,7 @@ test_harmless_headers_pass if {
 test_no_headers_at_all_passes if {
 	count(guardrails.deny) == 0 with input as object.union(get, {"request": {"headers": null}})
 }
+
+test_delete_version_is_a_known_access_class if {
+	count(guardrails.deny) == 0 with input as object.union(put, {"access": "delete_version", "operation": "DeleteObject", "action": "s3:DeleteObjectVersion", "resource": {"version_id": "v1"}})
+}

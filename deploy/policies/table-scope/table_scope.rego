@@ -4,6 +4,10 @@
 #       "location": "s3://bucket/path/to/table/",
 #       "grants":   {"<group>": ["read", "list"], ...}}}
 #
+# A grant names access classes; "delete" does not include
+# "delete_version" (removing an object version for good): a table whose
+# groups may do that lists it.
+#
 # On the per-table sign route (input.table set) every object, list prefix
 # and copy source must lie under the table's location: a key in a sibling
 # table, or outside any table, is denied (`deny`) even if another rule of

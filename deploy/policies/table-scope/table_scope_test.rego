@@ -137,3 +137,12 @@ test_locations_parse if {
 	not data.countersign.lib.location.parse("gs://lake/wh/")
 	not data.countersign.lib.location.parse("s3:///wh/")
 }
+
+vobj(key, version) := object.union(obj(key), {"version_id": version})
+
+test_table_delete_grant_does_not_remove_versions if {
+	authz.allow with input as req(eve, table_t, "DeleteObject", "delete", obj("wh/db/t/data/old.parquet"))
+	not authz.allow with input as req(eve, table_t, "DeleteObject", "delete_version", vobj("wh/db/t/data/old.parquet", "v1"))
+	t := object.union(data.countersign.tables["prod/db/t"], {"grants": {"etl": ["delete_version"]}})
+	authz.allow with input as req(eve, table_t, "DeleteObject", "delete_version", vobj("wh/db/t/data/old.parquet", "v1")) with data.countersign.tables["prod/db/t"] as t
+}
