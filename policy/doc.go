@@ -12,8 +12,9 @@
 // error when OPA reports one).
 //
 // The scope of a decision is the input without its per-object fields
-// (resource.key, resource.arn, resource.prefix, request.headers, and
-// source, so that the executors of one scan share a scope): principal
+// (resource.key, resource.arn, resource.prefix, resource.version_id,
+// request.headers, and source, so that the executors of one scan share a
+// scope): principal
 // (claims included), operation, action, access, bucket, copy source,
 // table, method, region, host. Its exact encoding keys the cache (a hash
 // finds the entry; the whole key is compared).
@@ -30,7 +31,7 @@
 //     equality tests on those fields; built-ins run OPA's implementations
 //     (or equivalent Go code for the common ones, tested against them).
 //   - The residuals' recent decisions are remembered (4,096 for all scopes,
-//     direct-mapped, about 1 MB) by scope and the object's key, ARN,
+//     direct-mapped, about 1 MB) by scope and the object's key, ARN, version,
 //     prefix, source and header names, when the decision read no header
 //     value: an engine reads a file several times (its footer, then
 //     column chunks), each read with another Range and

@@ -70,7 +70,15 @@ func WaitPort(port int, timeout time.Duration) error {
 // so a failed start is retried on a new port.
 func (s *Servers) StartS3(t testing.TB, extraArgs ...string) *S3Server {
 	t.Helper()
-	return s.startS3(t, []string{"--virtual-domain", "localhost"}, extraArgs)
+	return s.startS3(t, []string{"--virtual-domain", "localhost"}, false, extraArgs)
+}
+
+// StartS3Versioned is StartS3 with the posix backend's object versioning
+// available (--versioning-dir): a bucket's versioning can then be enabled
+// with PutBucketVersioning.
+func (s *Servers) StartS3Versioned(t testing.TB, extraArgs ...string) *S3Server {
+	t.Helper()
+	return s.startS3(t, []string{"--virtual-domain", "localhost"}, true, extraArgs)
 }
 
 // StartS3PathOnly is StartS3 without a virtual-host domain: like MinIO
@@ -78,15 +86,23 @@ func (s *Servers) StartS3(t testing.TB, extraArgs ...string) *S3Server {
 // "<anything>.localhost/b/k" as bucket b.
 func (s *Servers) StartS3PathOnly(t testing.TB, extraArgs ...string) *S3Server {
 	t.Helper()
-	return s.startS3(t, nil, extraArgs)
+	return s.startS3(t, nil, false, extraArgs)
 }
 
-func (s *Servers) startS3(t testing.TB, addressing, extraArgs []string) *S3Server {
+func (s *Servers) startS3(t testing.TB, addressing []string, versioned bool, extraArgs []string) *S3Server {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	if err := os.Mkdir(data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	var posixArgs []string
+	if versioned {
+		versions := filepath.Join(dir, "versions")
+		if err := os.Mkdir(versions, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		posixArgs = []string{"--versioning-dir", versions}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -94,7 +110,7 @@ func (s *Servers) startS3(t testing.TB, addressing, extraArgs []string) *S3Serve
 		args := append([]string{"--access", s.AccessKey, "--secret", s.SecretKey,
 			"--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet"}, addressing...)
 		args = append(args, extraArgs...)
-		args = append(args, "posix", data)
+		args = append(append(append(args, "posix"), posixArgs...), data)
 		cmd := exec.Command(s.VersitygwBin, args...)
 		var logBuf LockedBuffer
 		cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
