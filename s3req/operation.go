@@ -90,7 +90,7 @@ var objectSubresources = map[string]map[string]operation{
 		"PUT": {name: "PutObjectLegalHold", action: "s3:PutObjectLegalHold"},
 	},
 	"restore":    {"POST": {name: "RestoreObject", action: "s3:RestoreObject"}},
-	"select":     {"POST": {name: "SelectObjectContent", action: "s3:GetObject"}},
+	"select":     {"POST": {name: "SelectObjectContent", action: "s3:GetObject", params: []string{"select-type"}}},
 	"attributes": {"GET": {name: "GetObjectAttributes", action: "s3:GetObjectAttributes"}},
 	"torrent":    {"GET": {name: "GetObjectTorrent", action: "s3:GetObjectTorrent"}},
 	"renameObject": {
@@ -174,10 +174,97 @@ var bucketSubresources = map[string]map[string]operation{
 		"GET": {name: "GetBucketRequestPayment", action: "s3:GetBucketRequestPayment"},
 		"PUT": {name: "PutBucketRequestPayment", action: "s3:PutBucketRequestPayment"},
 	},
+	// S3 Express One Zone: CreateSession hands out session credentials for
+	// the whole bucket, so it is as much an admin operation as any.
+	"session": {"GET": {name: "CreateSession", action: "s3express:CreateSession"}},
+	// S3 Metadata (V1 metadataTable and V2 metadataConfiguration share IAM
+	// actions).
+	"metadataTable": {
+		"POST":   {name: "CreateBucketMetadataTableConfiguration", action: "s3:CreateBucketMetadataTableConfiguration"},
+		"GET":    {name: "GetBucketMetadataTableConfiguration", action: "s3:GetBucketMetadataTableConfiguration"},
+		"DELETE": {name: "DeleteBucketMetadataTableConfiguration", action: "s3:DeleteBucketMetadataTableConfiguration"},
+	},
+	"metadataConfiguration": {
+		"POST":   {name: "CreateBucketMetadataConfiguration", action: "s3:CreateBucketMetadataTableConfiguration"},
+		"GET":    {name: "GetBucketMetadataConfiguration", action: "s3:GetBucketMetadataTableConfiguration"},
+		"DELETE": {name: "DeleteBucketMetadataConfiguration", action: "s3:DeleteBucketMetadataTableConfiguration"},
+	},
+	"metadataInventoryTable": {"PUT": {name: "UpdateBucketMetadataInventoryTableConfiguration", action: "s3:UpdateBucketMetadataInventoryTableConfiguration"}},
+	"metadataJournalTable":   {"PUT": {name: "UpdateBucketMetadataJournalTableConfiguration", action: "s3:UpdateBucketMetadataJournalTableConfiguration"}},
 	"uploads": {"GET": {name: "ListMultipartUploads", action: "s3:ListBucketMultipartUploads",
 		params: []string{"prefix", "delimiter", "key-marker", "upload-id-marker", "max-uploads", "encoding-type"}}},
 	"versions": {"GET": {name: "ListObjectVersions", action: "s3:ListBucketVersions",
 		params: []string{"prefix", "delimiter", "key-marker", "version-id-marker", "max-keys", "encoding-type"}}},
+}
+
+// idConfigurations are the bucket configurations kept per id (?analytics,
+// ?inventory, ?metrics, ?intelligent-tiering): GET with an id reads one,
+// GET without lists them, PUT and DELETE need the id. Deleting one is the
+// Put action in IAM, as for the other bucket configurations.
+var idConfigurations = map[string]struct{ get, list, put, del operation }{
+	"analytics": {
+		get:  operation{name: "GetBucketAnalyticsConfiguration", action: "s3:GetAnalyticsConfiguration"},
+		list: operation{name: "ListBucketAnalyticsConfigurations", action: "s3:GetAnalyticsConfiguration"},
+		put:  operation{name: "PutBucketAnalyticsConfiguration", action: "s3:PutAnalyticsConfiguration"},
+		del:  operation{name: "DeleteBucketAnalyticsConfiguration", action: "s3:PutAnalyticsConfiguration"},
+	},
+	"inventory": {
+		get:  operation{name: "GetBucketInventoryConfiguration", action: "s3:GetInventoryConfiguration"},
+		list: operation{name: "ListBucketInventoryConfigurations", action: "s3:GetInventoryConfiguration"},
+		put:  operation{name: "PutBucketInventoryConfiguration", action: "s3:PutInventoryConfiguration"},
+		del:  operation{name: "DeleteBucketInventoryConfiguration", action: "s3:PutInventoryConfiguration"},
+	},
+	"metrics": {
+		get:  operation{name: "GetBucketMetricsConfiguration", action: "s3:GetMetricsConfiguration"},
+		list: operation{name: "ListBucketMetricsConfigurations", action: "s3:GetMetricsConfiguration"},
+		put:  operation{name: "PutBucketMetricsConfiguration", action: "s3:PutMetricsConfiguration"},
+		del:  operation{name: "DeleteBucketMetricsConfiguration", action: "s3:PutMetricsConfiguration"},
+	},
+	"intelligent-tiering": {
+		get:  operation{name: "GetBucketIntelligentTieringConfiguration", action: "s3:GetIntelligentTieringConfiguration"},
+		list: operation{name: "ListBucketIntelligentTieringConfigurations", action: "s3:GetIntelligentTieringConfiguration"},
+		put:  operation{name: "PutBucketIntelligentTieringConfiguration", action: "s3:PutIntelligentTieringConfiguration"},
+		del:  operation{name: "DeleteBucketIntelligentTieringConfiguration", action: "s3:PutIntelligentTieringConfiguration"},
+	},
+}
+
+func idConfigurationOperation(method, marker string, q params) operation {
+	c := idConfigurations[marker]
+	_, hasID := q.get("id")
+	var op operation
+	switch {
+	case method == "GET" && hasID:
+		op = c.get
+		op.params = []string{"x-id", "id"}
+	case method == "GET":
+		op = c.list
+		op.params = []string{"x-id", "continuation-token"}
+	case method == "PUT" && hasID:
+		op = c.put
+		op.params = []string{"x-id", "id"}
+	case method == "DELETE" && hasID:
+		op = c.del
+		op.params = []string{"x-id", "id"}
+	default:
+		return unknownOp
+	}
+	op.access = AccessAdmin
+	return op
+}
+
+// serviceOperation classifies a request to the service host itself (no
+// bucket): only the bucket listings exist there.
+func serviceOperation(method string, q params) operation {
+	if method != "GET" {
+		return unknownOp
+	}
+	op := operation{name: "ListBuckets", action: "s3:ListAllMyBuckets", access: AccessAdmin,
+		params: []string{"x-id", "bucket-region", "continuation-token", "max-buckets", "prefix"}}
+	if p, ok := q.get("x-id"); ok && p.value == "ListDirectoryBuckets" {
+		op = operation{name: "ListDirectoryBuckets", action: "s3express:ListAllMyDirectoryBuckets", access: AccessAdmin,
+			params: []string{"x-id", "continuation-token", "max-directory-buckets"}}
+	}
+	return checkParams(op, "", false, q)
 }
 
 // subresourceMarkers are parameters that select an operation rather than
@@ -191,6 +278,9 @@ func isMarker(key string, object bool) bool {
 		_, ok := objectSubresources[key]
 		return ok
 	}
+	if _, ok := idConfigurations[key]; ok {
+		return true
+	}
 	_, ok := bucketSubresources[key]
 	return ok
 }
@@ -199,10 +289,7 @@ func isMarker(key string, object bool) bool {
 // source to one row of the operation table, exactly as AWS IAM does.
 func classifyOperation(method string, hasBucket, hasKey, copySource bool, q params) operation {
 	if !hasBucket {
-		if method == "GET" && len(q) == 0 {
-			return operation{name: "ListBuckets", action: "s3:ListAllMyBuckets", access: AccessAdmin}
-		}
-		return unknownOp
+		return serviceOperation(method, q)
 	}
 	marker := ""
 	for _, p := range q {
@@ -228,6 +315,21 @@ func classifyOperation(method string, hasBucket, hasKey, copySource bool, q para
 	}
 	if op.name == OperationUnknown {
 		return op
+	}
+	return checkParams(op, marker, hasKey, q)
+}
+
+// checkParams applies what every operation has in common: a versionId
+// only where the operation takes one (and then the version action), only
+// the operation's own parameters, an x-id (the operation name SDKs add)
+// that names this operation, and for SelectObjectContent the one
+// select-type there is.
+func checkParams(op operation, marker string, hasKey bool, q params) operation {
+	if p, ok := q.get("x-id"); ok && p.value != op.name {
+		return unknownOp
+	}
+	if p, ok := q.get("select-type"); ok && p.value != "2" {
+		return unknownOp
 	}
 	_, versioned := q.get("versionId")
 	if versioned {
@@ -295,7 +397,7 @@ func objectOperation(method, marker string, copySource bool) operation {
 	default:
 		if op, ok := objectSubresources[marker][method]; ok {
 			op.access = AccessAdmin
-			op.params = []string{"x-id"}
+			op.params = append([]string{"x-id"}, op.params...)
 			return op
 		}
 	}
@@ -329,6 +431,8 @@ func bucketOperation(method, marker string, q params) operation {
 		if method == "POST" {
 			return operation{"DeleteObjects", "s3:DeleteObject", AccessDelete, []string{"x-id"}}
 		}
+	case "analytics", "inventory", "metrics", "intelligent-tiering":
+		return idConfigurationOperation(method, marker, q)
 	default:
 		if op, ok := bucketSubresources[marker][method]; ok {
 			op.access = AccessAdmin
