@@ -135,6 +135,7 @@ func genGrants(n int) map[string]any {
 
 type inputGen struct {
 	r        *rand.Rand
+	vr       *rand.Rand      // version ids and versioned shapes: their own stream, so the other draws stay as they were
 	friendly map[*Input]bool // scopes drawn to be allowed more often
 	grants   map[string]any
 	groups   []string
@@ -142,7 +143,7 @@ type inputGen struct {
 }
 
 func newInputGen(seed uint64, grants map[string]any) *inputGen {
-	g := &inputGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), grants: grants, friendly: map[*Input]bool{}}
+	g := &inputGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), vr: rand.New(rand.NewPCG(seed^0x5bd1e995, seed)), grants: grants, friendly: map[*Input]bool{}}
 	g.groups = []string{"analysts", "etl", "nobody", "g001", "g002", "g017", "g123", "g399", "Analysts"}
 	prefixes := map[string]bool{}
 	for grp, bm := range grants {
@@ -202,9 +203,6 @@ var opShapes = []opShape{
 	{op: "UploadPart", action: "s3:PutObject", access: "write"},
 	{op: "DeleteObject", action: "s3:DeleteObject", access: "delete"},
 	{op: "DeleteObjects", action: "s3:DeleteObject", access: "delete"},
-	{op: "DeleteObject", action: "s3:DeleteObjectVersion", access: "delete_version", versioned: true},
-	{op: "DeleteObjects", action: "s3:DeleteObjectVersion", access: "delete_version", versioned: true},
-	{op: "GetObject", action: "s3:GetObjectVersion", access: "read", versioned: true},
 	{op: "ListObjectsV2", action: "s3:ListBucket", access: "list", list: true},
 	{op: "HeadBucket", action: "s3:ListBucket", access: "list"},
 	{op: "CopyObject", action: "s3:PutObject", access: "write", copy: true},
@@ -213,7 +211,14 @@ var opShapes = []opShape{
 	{op: "Unknown", action: "s3:Unknown", access: "admin"},
 	{op: "GetObject", action: "s3:GetObject", access: ""},
 	{op: "GetObject", action: "s3:GetObject", access: "reads"},
+	// The versioned forms, opShapes[firstVersioned:], drawn from the
+	// generator's own stream for them (inputGen.vr).
+	{op: "GetObject", action: "s3:GetObjectVersion", access: "read", versioned: true},
+	{op: "DeleteObject", action: "s3:DeleteObjectVersion", access: "delete_version", versioned: true},
+	{op: "DeleteObjects", action: "s3:DeleteObjectVersion", access: "delete_version", versioned: true},
 }
+
+const firstVersioned = 15
 
 var tables = []*Table{
 	nil, nil,
@@ -358,7 +363,10 @@ func (g *inputGen) resourceKey(bucket, key string, list bool) Resource {
 
 // scope draws everything but the per-object fields.
 func (g *inputGen) scope() *Input {
-	s := opShapes[g.r.IntN(len(opShapes))]
+	s := opShapes[g.r.IntN(firstVersioned)]
+	if s.op == "GetObject" && g.vr.IntN(4) == 0 {
+		s = opShapes[firstVersioned+g.vr.IntN(3)] // instead of some reads: a versioned form
+	}
 	in := &Input{
 		Version: 1, Principal: g.principal(),
 		Operation: s.op, Action: s.action, Access: s.access,
@@ -371,7 +379,10 @@ func (g *inputGen) scope() *Input {
 	}
 	in.Resource.Bucket = g.pick([]string{"lake", "lake", "lake", "lake", "lake2", "raw", "warehouse", "other"})
 	if g.r.IntN(2) == 0 { // a scope likely to be allowed
-		s = opShapes[g.r.IntN(14)]
+		s = opShapes[g.r.IntN(11)]
+		if g.vr.IntN(6) == 0 {
+			s = opShapes[firstVersioned+g.vr.IntN(3)]
+		}
 		in.Version, in.Operation, in.Action, in.Access = 1, s.op, s.action, s.access
 		in.Resource.Bucket = g.pick([]string{"lake", "warehouse"})
 		if g.r.IntN(3) > 0 {
@@ -397,7 +408,7 @@ func (g *inputGen) scope() *Input {
 		if rel := g.relevant(in); len(rel) > 0 && g.r.IntN(2) == 0 {
 			src = g.resourceKey(in.Resource.Bucket, g.keyUnder(g.pick(rel)), false)
 		}
-		if g.r.IntN(3) == 0 {
+		if g.vr.IntN(3) == 0 {
 			src.VersionID = g.versionID()
 		}
 		in.CopySource = &src
@@ -415,7 +426,8 @@ func (g *inputGen) pick2(xs []int) int { return xs[g.r.IntN(len(xs))] }
 
 // versionID is a version id as S3 and versitygw spell them, or an odd one.
 func (g *inputGen) versionID() string {
-	return g.pick([]string{"null", "3HL4kqtJlcpXroDTDmJ+gq", "v1", "v2", "01HX", "日本", "wh/db/t/", "x"})
+	vs := []string{"null", "3HL4kqtJlcpXroDTDmJ+gq", "v1", "v2", "01HX", "日本", "wh/db/t/", "x"}
+	return vs[g.vr.IntN(len(vs))]
 }
 
 // object fills the per-object fields of a copy of scope.
@@ -440,7 +452,7 @@ func (g *inputGen) object(scope *Input) *Input {
 	switch {
 	case scope.Resource.VersionID != "":
 		in.Resource.VersionID = g.versionID()
-	case g.r.IntN(20) == 0:
+	case g.vr.IntN(20) == 0:
 		// A version id the action does not match: the policy must still
 		// decide it exactly as OPA does.
 		in.Resource.VersionID = g.versionID()
