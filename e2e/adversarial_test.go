@@ -472,7 +472,7 @@ func subresourceCases(P string, V func(string) string) []advCase {
 		c("presigned security token", "GET", obj+"?X-Amz-Security-Token=tok", 400, "presigned-URL parameter"),
 		c("presigned SigV2", "GET", obj+"?AWSAccessKeyId=AK&Expires=1&Signature=x", 400, "presigned-URL parameter"),
 		c("semicolon separator", "GET", obj+"?x-id=GetObject;acl", 400, "query"),
-		c("semicolon in marker", "GET", obj+"?acl;x=1", 403, "Unknown"),
+		c("semicolon in marker", "GET", obj+"?acl;x=1", 400, "must not contain ';'"),
 		c("raw plus in prefix", "GET", P+"/lake?list-type=2&prefix=a+b", 400, "raw '+'"),
 		c("empty key", "GET", obj+"?=x", 400, "without a name"),
 		c("empty parameter", "GET", obj+"?&acl", 400, "empty parameter"),

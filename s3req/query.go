@@ -37,6 +37,12 @@ func parseQuery(raw string) (params, error) {
 	if raw == "" {
 		return nil, nil
 	}
+	// Some parsers (Go's url.ParseQuery among them, older HTML ones)
+	// split pairs on ';' or drop them: "x-id=GetObject;acl" must not be
+	// one request to countersign and another to the server.
+	if strings.IndexByte(raw, ';') >= 0 {
+		return nil, malformed("uri query must not contain ';': separate parameters with '&' and encode ';' as %%3B")
+	}
 	q := make(params, 0, 4)
 	for part := range strings.SplitSeq(raw, "&") {
 		if part == "" {

@@ -83,3 +83,17 @@ func TestEmptyVersionIDRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestQuerySemicolonRefused: ';' separates parameters for some parsers and
+// not for others; it is refused before any operation is decided.
+func TestQuerySemicolonRefused(t *testing.T) {
+	c := testClassifier(t)
+	for _, uri := range []string{"http://localhost:7070/lake/k?x-id=GetObject;acl", "http://localhost:7070/lake/k?versionId=v1;x", "http://localhost:7070/lake?list-type=2;prefix=a"} {
+		if _, err := c.Classify(req("GET", uri, nil)); err == nil || !strings.Contains(err.Error(), "';'") {
+			t.Errorf("%s: err = %v, want a refusal naming ';'", uri, err)
+		}
+	}
+	if _, err := c.Classify(req("GET", "http://localhost:7070/lake/k?versionId=v%3B1", nil)); err != nil {
+		t.Errorf("an encoded ';' is a character of the value: %v", err)
+	}
+}
