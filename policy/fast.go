@@ -75,6 +75,8 @@ type fastPath struct {
 	pq       rego.PreparedPartialQuery
 	prepErr  error
 	kept     []string // rules partial evaluation does not inline
+	// strictNeg: references under negation must be defined (pecaveats.go)
+	strictNeg bool
 
 	seed     maphash.Seed
 	l1       [l1Size]atomic.Pointer[scope]
@@ -452,6 +454,12 @@ func (f *fastPath) prepare() {
 		opts = append(opts, rego.ShallowInlining(true))
 	} else {
 		f.kept = keptRules(c)
+		var why string
+		why, f.strictNeg = peCaveat(c, f.kept)
+		if why != "" {
+			f.prepErr = fmt.Errorf("%w: %s", errUnsupported, why)
+			return
+		}
 		opts = append(opts, rego.DisableInlining(f.kept))
 	}
 	f.pq, f.prepErr = rego.New(opts...).PrepareForPartial(context.Background())
@@ -464,7 +472,7 @@ func (f *fastPath) compileScope(known *knownInput) (*program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compileResidual(pqs, f.nTargets, known)
+	return compileResidual(pqs, f.nTargets, known, f.strictNeg)
 }
 
 // partial is the policy partially evaluated for a scope: the per-object
@@ -488,7 +496,7 @@ func (f *fastPath) partial(known *knownInput) (*rego.PartialQueries, error) {
 
 // compileResidual compiles partial evaluation's output: the support
 // modules, and the queries as the rule `out` of the query package.
-func compileResidual(pqs *rego.PartialQueries, nTargets int, known *knownInput) (*program, error) {
+func compileResidual(pqs *rego.PartialQueries, nTargets int, known *knownInput, strictNeg bool) (*program, error) {
 	mods := make(map[string]*ast.Module, len(pqs.Support)+1)
 	n := 0
 	for i, m := range pqs.Support {
@@ -519,7 +527,7 @@ func compileResidual(pqs *rego.PartialQueries, nTargets int, known *knownInput) 
 	if c.Compile(mods); c.Failed() {
 		return nil, fmt.Errorf("%w: compiling the residual: %v", errUnsupported, c.Errors)
 	}
-	return compileProgram(c, "data."+queryPackage+".out", known)
+	return compileProgram(c, "data."+queryPackage+".out", known, strictNeg)
 }
 
 // residualSkipStages are compiler stages that only check a residual

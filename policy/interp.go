@@ -313,6 +313,11 @@ func (m *machine) expr(e *expr, base int, c cont) error {
 	if !e.negated {
 		return m.exprPos(e, base, c)
 	}
+	for _, r := range e.defined {
+		if _, ok, err := m.refValue(r, base); err != nil || !ok {
+			return errFallback // see expr.defined
+		}
+	}
 	k := m.collector(colFound)
 	mark := len(m.trail)
 	err := m.exprPos(e, base, cont{k: k})

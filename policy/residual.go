@@ -41,6 +41,9 @@ type program struct {
 	callees map[string]*callee
 	query   *ruleSet // partial set of [t0, t1, ...] tuples: the decision query
 	nRules  int
+	// strictNeg: the policy binds variables to references it uses under
+	// negation (pecaveats.go): negated expressions check their references.
+	strictNeg bool
 }
 
 type ruleSet struct {
@@ -78,6 +81,10 @@ type expr struct {
 	out     bool
 	terms   []term // exTerm: [t]; exEq: [a, b]; calls: operands, then the output if out
 	*callee
+	// defined: references of a negated expression that must be defined
+	// for the residual to be exact (copy propagation may have moved them
+	// into the negation, see pecaveats.go); undefined falls back.
+	defined []*refTerm
 }
 
 // callee is what a call calls, shared by the calls of one function.
@@ -128,8 +135,8 @@ type refTerm struct {
 // path of the decision query's rule set. known, if set, is the scope's
 // known input: references into it, and calls of built-ins on constants,
 // are folded into constants.
-func compileProgram(c *ast.Compiler, query string, known *knownInput) (*program, error) {
-	p := &program{byPath: map[string]*ruleSet{}, refs: map[string]*refTerm{}, callees: map[string]*callee{}}
+func compileProgram(c *ast.Compiler, query string, known *knownInput, strictNeg bool) (*program, error) {
+	p := &program{byPath: map[string]*ruleSet{}, refs: map[string]*refTerm{}, callees: map[string]*callee{}, strictNeg: strictNeg}
 	// First pass: rule sets, so that references between them resolve.
 	type pending struct {
 		set *ruleSet
@@ -328,6 +335,7 @@ func (tr *translator) expr(e *ast.Expr) (expr, error) {
 			return x, err
 		}
 		x.kind, x.terms = exTerm, []term{t}
+		tr.noteDefined(&x)
 		return x, nil
 	case []*ast.Term:
 		op, ok := ts[0].Value.(ast.Ref)
@@ -378,10 +386,69 @@ func (tr *translator) expr(e *ast.Expr) (expr, error) {
 			}
 			x.terms = append(x.terms, t)
 		}
+		tr.noteDefined(&x)
 		return x, nil
 	default:
 		return x, fmt.Errorf("%w: expression %T", errUnsupported, e.Terms)
 	}
+}
+
+// noteDefined records the references of a negated expression that may be
+// undefined, when the policy needs it (program.strictNeg).
+func (tr *translator) noteDefined(x *expr) {
+	if !x.negated || !tr.p.strictNeg {
+		return
+	}
+	var walk func(t *term)
+	walk = func(t *term) {
+		switch t.kind {
+		case tRef:
+			if !alwaysDefined(t.ref) {
+				x.defined = append(x.defined, t.ref)
+			}
+			for i := range t.ref.path {
+				walk(&t.ref.path[i])
+			}
+		case tArray, tObject, tSet:
+			for i := range t.elems {
+				walk(&t.elems[i])
+			}
+		}
+	}
+	for i := range x.terms {
+		walk(&x.terms[i])
+	}
+}
+
+// alwaysDefined: a reference to input or to one of the per-object fields
+// (or an object holding them), defined for every object.
+func alwaysDefined(r *refTerm) bool {
+	if r.head != headInput || len(r.path) > 2 {
+		return false
+	}
+	var segs [2]string
+	for i := range r.path {
+		s, ok := r.path[i].c.(ast.String)
+		if r.path[i].kind != tConst || !ok {
+			return false
+		}
+		segs[i] = string(s)
+	}
+	switch len(r.path) {
+	case 0:
+		return true
+	case 1:
+		return segs[0] == "resource" || segs[0] == "request" || segs[0] == "source"
+	}
+	switch segs[0] {
+	case "resource":
+		return segs[1] == "key" || segs[1] == "arn" || segs[1] == "prefix"
+	case "request":
+		return segs[1] == "headers"
+	case "source":
+		return segs[1] == "ip"
+	}
+	return false
 }
 
 func (tr *translator) term(t *ast.Term) (term, error) {

@@ -1,0 +1,69 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestPartialEvalCaveats: the two ways FuzzGeneratedPolicies found for a
+// residual to differ from the full evaluation (pecaveats.go). Each policy
+// is decided for a key where they differed; the fast path must give OPA's
+// answer (it does so by leaving these policies to full evaluations).
+func TestPartialEvalCaveats(t *testing.T) {
+	cases := []struct {
+		name, src, key string
+		allow, err     bool // what OPA says for key
+	}{{
+		// copy propagation turned this into `not x[3] = "1"`, true when
+		// the key has fewer than four dots: the fast path allowed.
+		name: "negated copy",
+		src: `package countersign.authz
+default allow := false
+allow if { v1 := split(input.resource.key, ".")[3]; not data.fz.levels[v1] == "one" }`,
+		key: "wh/db/t/a.parquet", allow: false,
+	}, {
+		// f conflicts for this key; OPA evaluates f(3) before failing on
+		// the constant test, so the decision is an error. Partial
+		// evaluation dropped h's branch, conflict and all: the fast path
+		// allowed.
+		name: "dropped conflict",
+		src: `package countersign.authz
+f(x) := "a" if { input.resource.key != "" }
+f(x) := "b" if { startswith(input.resource.key, "wh/") }
+h := "y" if { f(3) == "z"; startswith("read", "wh/") }
+allow if startswith(input.resource.key, "wh/")`,
+		key: "wh/db/t/a.parquet", err: true,
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := moduleEngine(t, map[string]string{"authz.rego": c.src}, genData())
+			if e.fast == nil {
+				t.Fatalf("no fast path: %s", e.noFast)
+			}
+			forceBuild(e)
+			ctx := context.Background()
+			in := scanInputs(1)[0]
+			in.Resource.Key = c.key
+			want, werr := e.authorizeRego(ctx, in)
+			if want.Allow != c.allow || (werr != nil) != c.err {
+				t.Fatalf("OPA: %+v %v; the test expects allow %v, error %v", want, werr, c.allow, c.err)
+			}
+			for range 3 { // the first builds the scope
+				got, gerr := e.Authorize(ctx, in)
+				if got != want || (gerr != nil) != (werr != nil) {
+					t.Fatalf("fast path %+v %v, OPA %+v %v", got, gerr, want, werr)
+				}
+			}
+			if c.err {
+				for _, s := range e.fast.l2.Values() {
+					if s.err == nil || !strings.Contains(s.err.Error(), "partial evaluation can drop") {
+						t.Errorf("scope: %v, want unsupported for the caveat", s.err)
+					}
+				}
+			} else if !e.fast.strictNeg || e.fast.stats.fallbacks.Load() == 0 {
+				t.Errorf("strictNeg %v, %d fallbacks: the undefined reference was not caught", e.fast.strictNeg, e.fast.stats.fallbacks.Load())
+			}
+		})
+	}
+}
