@@ -36,11 +36,13 @@ fuzz-short:
 		done; \
 	done
 
-# Everything under the race detector, then the allocation-count tests
-# (built only without it: *allocs_test.go) in a race-free pass.
+# Everything under the race detector, then a race-free pass: the
+# allocation-count tests (built only without it: *allocs_test.go) and the
+# fast path's differential tests at full size (under -race they shrink;
+# their seeds change every run and are printed with a failure).
 unit:
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run 'Allocs' ./...
+	$(GO) test -count=1 -run 'Allocs|Differential' ./...
 
 # End-to-end: real countersign binary (built with -race), real versitygw
 # and SeaweedFS (built from the pinned tools modules; SeaweedFS's cold

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -30,6 +31,14 @@ import (
 // keptRules are the rules partial evaluation must not inline: those that may
 // conflict and that depend on the per-object fields (the others are
 // evaluated at partial evaluation, where OPA itself reports a conflict).
+//
+// Open (FuzzGeneratedPolicies found it): partial evaluation does not report
+// the conflicts of what it evaluates itself, taking every value as a
+// branch, so a conflict-capable function that does not depend on the
+// per-object fields can hide OPA's conflict error. Keeping those too
+// made 10% of the combined example's objects fall back (its location
+// library); complete rules of that kind are checked per scope
+// (scopeChecked).
 func keptRules(c *ast.Compiler) []string {
 	dep := unknownDependent(c)
 	var out []string
@@ -39,6 +48,34 @@ func keptRules(c *ast.Compiler) []string {
 		}
 	}
 	return out
+}
+
+// scopeChecked are the conflict-capable rules outside the decision package
+// that do not depend on the per-object fields: partial evaluation would
+// not report their conflicts, and they are not targets; a scope evaluates
+// them once, fully, on its known input (fastPath.partial).
+func scopeChecked(c *ast.Compiler) []string {
+	dep := unknownDependent(c)
+	var out []string
+	for _, p := range conflictCapable(c) {
+		if !dep[p] && !isFunction(c, p) && notTarget(c, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isFunction(c *ast.Compiler, p string) bool {
+	rules := c.GetRulesExact(ast.MustParseRef(p))
+	return len(rules) > 0 && len(rules[0].Head.Args) > 0
+}
+
+// notTarget: p is a function, or a rule outside the decision package.
+func notTarget(c *ast.Compiler, p string) bool {
+	pkg := "data." + Package
+	rules := c.GetRulesExact(ast.MustParseRef(p))
+	fn := len(rules) > 0 && len(rules[0].Head.Args) > 0
+	return fn || p != pkg && !strings.HasPrefix(p, pkg+".") && !strings.HasPrefix(p, pkg+"[")
 }
 
 // conflictCapable returns the paths of the rules that may conflict.

@@ -61,12 +61,46 @@
 // io.jwt.decode_verify, ...) or with, and data documents inside
 // countersign.authz. Fully evaluated per scope: residuals with every,
 // comprehensions or partial objects over the per-object fields, else chains
-// that depend on them, or references to base documents by them. Strings
+// that depend on them, references to base documents by them, or calls of
+// a built-in that is not on the allow-list (builtins.go: reviewed pure
+// functions only); and policies where partial evaluation itself is not
+// exact (pecaveats.go: a kept function's conflict that a later failing
+// expression would drop; a reference moved into a negation by copy
+// propagation, checked per object). The index compares equality guards as
+// Rego does: strings byte for byte, numbers and composites by OPA's own
+// equality (1, 1.0, 1e0 and to_number("01") are equal). Strings
 // that are not valid UTF-8 (which JSON would alter) and a canceled context
 // go to the full evaluation too. TestFastPathDifferential compares every
 // decision with rego's own evaluation on thousands of random inputs per
 // example policy and on the 10,000-grant document; TestFastPathSemantics
-// does the same on policies written to conflict, iterate and err.
+// does the same on policies written to conflict, iterate and err;
+// TestGeneratedPoliciesDifferential and FuzzGeneratedPolicies on random
+// policies (policygen_test.go). Their inputs' seeds change every run and
+// are logged (COUNTERSIGN_TEST_SEED repeats one); make unit runs them at
+// full size without -race.
+//
+// # Upgrading OPA
+//
+// The fast path depends on how OPA compiles, partially evaluates and
+// evaluates. After changing the OPA version in go.mod:
+//
+//  1. go test ./policy/: TestBuiltinsReviewed names every new built-in;
+//     review each (pure function of its operands? no clock, randomness,
+//     network or evaluation state? not a relation?) and add it to
+//     fastBuiltins or refusedBuiltins. Until then it is refused (safe).
+//  2. Run the differential tests at full size and the generated policies
+//     for 10 minutes, and commit what the fuzzer saved:
+//     go test -count=1 -run Differential ./policy/ and
+//     go test -run '^$' -fuzz '^FuzzGeneratedPolicies$' -fuzztime 10m ./policy/.
+//  3. Reread the release notes for changes to partial evaluation (copy
+//     propagation, inlining, saved expressions), ast.NumberCompare and
+//     value equality, built-in error handling, and the compiler stages
+//     residualSkipStages skips; a change there is a change of the
+//     residuals' meaning, even when the tests pass.
+//  4. Check pecaveats.go still describes OPA: if a caveat is fixed
+//     upstream, TestPartialEvalCaveats shows it (remove the caveat only
+//     with the fuzzer's agreement).
+//  5. Rerun the benchmarks (below) and update the table.
 //
 // OnCache (ManagerOptions) is called once per decision the fast path was
 // asked for: true when a cached residual decided.

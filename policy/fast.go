@@ -77,6 +77,8 @@ type fastPath struct {
 	kept     []string // rules partial evaluation does not inline
 	// strictNeg: references under negation must be defined (pecaveats.go)
 	strictNeg bool
+	// checks evaluate scopeChecked's rules per scope: their conflicts
+	checks []rego.PreparedEvalQuery
 
 	seed     maphash.Seed
 	l1       [l1Size]atomic.Pointer[scope]
@@ -460,6 +462,14 @@ func (f *fastPath) prepare() {
 			f.prepErr = fmt.Errorf("%w: %s", errUnsupported, why)
 			return
 		}
+		for _, r := range scopeChecked(c) {
+			q, err := rego.New(rego.Compiler(c), rego.Store(f.store), rego.Query("x = "+r)).PrepareForEval(context.Background())
+			if err != nil {
+				f.prepErr = err
+				return
+			}
+			f.checks = append(f.checks, q)
+		}
 		opts = append(opts, rego.DisableInlining(f.kept))
 	}
 	f.pq, f.prepErr = rego.New(opts...).PrepareForPartial(context.Background())
@@ -484,6 +494,11 @@ func (f *fastPath) partial(known *knownInput) (*rego.PartialQueries, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), partialTimeout)
 	defer cancel()
+	for _, q := range f.checks {
+		if _, err := q.Eval(ctx, rego.EvalParsedInput(known.root)); err != nil {
+			return nil, fmt.Errorf("%w: %v", errUnsupported, err)
+		}
+	}
 	pqs, err := f.pq.Partial(ctx, rego.EvalParsedInput(known.root))
 	if err != nil {
 		return nil, fmt.Errorf("partial evaluation: %w", err)

@@ -21,6 +21,8 @@ import (
 //     deciding it (a call, a test of a term, an equality of terms that are
 //     not composite literals). Kept rules of the decision package are
 //     targets of the query: always evaluated, their conflicts surface.
+//     (Partial evaluation reports no conflict of what it evaluates itself:
+//     see keptRules.)
 //   - Definedness under negation. `v := x[3]; not f(v)` fails when x[3] is
 //     undefined; copy propagation rewrites it to `not f(x[3])`, which
 //     succeeds then. (The compiler itself hoists a call's operands out of a
@@ -35,16 +37,13 @@ import (
 // full evaluation, or "", and whether negations must check their
 // references.
 func peCaveat(c *ast.Compiler, kept []string) (why string, strictNeg bool) {
-	pkg := "data." + Package
+	dep := unknownDependent(c)
 	risky := map[string]bool{} // kept rules whose conflicts a dropped branch can hide
 	for _, p := range kept {
-		rules := c.GetRulesExact(ast.MustParseRef(p))
-		fn := len(rules) > 0 && len(rules[0].Head.Args) > 0
-		if fn || p != pkg && !strings.HasPrefix(p, pkg+".") && !strings.HasPrefix(p, pkg+"[") {
+		if notTarget(c, p) && dep[p] {
 			risky[p] = true
 		}
 	}
-	dep := unknownDependent(c)
 	var all []string
 	for p := range dep {
 		all = append(all, p)
@@ -136,7 +135,8 @@ func bodyCaveat(body ast.Body, tainted ast.VarSet, dep map[string]bool, all []st
 	refVars := map[ast.Var]bool{}
 	pending := "" // a risky call whose conflict later expressions could hide
 	for _, e := range body {
-		depends := exprDepends(e, tainted, dep, all)
+		// (a kept rule's value is unknown to partial evaluation)
+		depends := exprDepends(e, tainted, dep, all) || callsRisky(e, risky) != ""
 		if pending != "" && !(depends && savedWhole(e)) {
 			return fmt.Sprintf("%s may conflict, and partial evaluation can drop the conflict", pending), strictNeg
 		}

@@ -22,7 +22,7 @@ import (
 // FuzzGeneratedPolicies lets the fuzzer drive the generator;
 // TestGeneratedPoliciesDifferential runs a fixed number of policies from a
 // seed that changes every run (printed, and settable with
-// COUNTERSIGN_POLICY_SEED to repeat a failure).
+// COUNTERSIGN_TEST_SEED to repeat a failure).
 
 // genCounts are what one policy's run compared.
 type genCounts struct {
@@ -167,18 +167,21 @@ func FuzzGeneratedPolicies(f *testing.F) {
 	})
 }
 
-// policySeed is the seed of this run: COUNTERSIGN_POLICY_SEED, or the
-// clock.
-func policySeed(t *testing.T) uint64 {
+// runSeed is the seed of this run of a differential test:
+// COUNTERSIGN_TEST_SEED, or the clock, so that every run draws other
+// inputs. It is logged (go test prints it with a failure).
+func runSeed(t *testing.T) uint64 {
 	t.Helper()
-	if s := os.Getenv("COUNTERSIGN_POLICY_SEED"); s != "" {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("COUNTERSIGN_TEST_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("COUNTERSIGN_POLICY_SEED: %v", err)
+			t.Fatalf("COUNTERSIGN_TEST_SEED: %v", err)
 		}
-		return v
+		seed = v
 	}
-	return uint64(time.Now().UnixNano())
+	t.Logf("seed %d (COUNTERSIGN_TEST_SEED=%d to repeat)", seed, seed)
+	return seed
 }
 
 // generatedPolicies is how many policies TestGeneratedPoliciesDifferential
@@ -194,8 +197,7 @@ func generatedPolicies() int {
 }
 
 func TestGeneratedPoliciesDifferential(t *testing.T) {
-	seed := policySeed(t)
-	t.Logf("seed %d (COUNTERSIGN_POLICY_SEED=%d to repeat)", seed, seed)
+	seed := runSeed(t)
 	var total genCounts
 	var mu sync.Mutex
 	var failed atomic.Bool
@@ -212,7 +214,7 @@ func TestGeneratedPoliciesDifferential(t *testing.T) {
 				data := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, r.Uint64()), r.Uint64())
 				c := runGenerated(data, 12, func(format string, args ...any) {
 					failed.Store(true)
-					t.Errorf("policy %d of seed %d (COUNTERSIGN_POLICY_SEED=%d): "+format, append([]any{i, seed, seed}, args...)...)
+					t.Errorf("policy %d of seed %d (COUNTERSIGN_TEST_SEED=%d): "+format, append([]any{i, seed, seed}, args...)...)
 				})
 				mu.Lock()
 				total.add(c)

@@ -80,7 +80,6 @@ var (
 	// Rego number literals: equal values in different spellings.
 	genNumbers = []string{"0", "1", "1.0", "1e0", "10e-1", "0.1e1", "2", "2.0", "2e0", "3", "3.00", "4",
 		"0.5", "5e-1", "-1", "-1.0", "1e1", "10", "10.0", "100", "1.5", "1700000000", "1.7e9", "0.0", "-0"}
-	genPrefixes = []string{"wh/db/", "wh/sales/", "wh/db/t/", "n/1/", "wh/db1/t1/"}
 )
 
 // dataDoc is data.fz of the generated policies, as JSON (numbers keep their
