@@ -208,6 +208,10 @@ const (
 	EventConfig         Event = "config"
 	EventPolicyRevision Event = "policy_revision"
 	EventKeyRotation    Event = "key_rotation" // the S3 signing credentials changed
+	// EventRefusalsSuppressed counts one source's refusals that went
+	// unrecorded past its limit (detail: source_ip, count, since, until,
+	// statuses).
+	EventRefusalsSuppressed Event = "refusals_suppressed"
 )
 
 // Events only the log itself writes.
@@ -272,7 +276,7 @@ func (r *Record) validate(internal bool) error {
 		}
 	case KindLifecycle:
 		switch r.Event {
-		case EventConfig, EventPolicyRevision, EventKeyRotation:
+		case EventConfig, EventPolicyRevision, EventKeyRotation, EventRefusalsSuppressed:
 		case EventStart, EventStop, EventHeartbeat, EventSeal, EventRecover, EventCheckpointKey:
 			if !internal {
 				return fmt.Errorf("%w: event %q is written by the log itself", ErrInvalidRecord, r.Event)

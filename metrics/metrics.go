@@ -25,6 +25,12 @@ type Metrics struct {
 	Decisions *prometheus.CounterVec
 	// AuthFailures counts refused callers by reason class.
 	AuthFailures *prometheus.CounterVec
+	// ConnectionsShed counts connections closed or refused by the
+	// connection limits, by reason (idle_unauthenticated, 503, 429).
+	ConnectionsShed *prometheus.CounterVec
+	// RefusalsSuppressed counts refusals past their source's limit,
+	// answered 429 and recorded only in a summary.
+	RefusalsSuppressed prometheus.Counter
 	// StageSeconds times each stage of the signing pipeline.
 	StageSeconds *prometheus.HistogramVec
 	// CacheLookups counts cache lookups by cache ("token", "policy",
@@ -61,6 +67,12 @@ func New() *Metrics {
 		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "countersign_auth_failures_total", Help: "Refused callers by reason class.",
 		}, []string{"reason"}),
+		ConnectionsShed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_connections_shed_total", Help: "Connections closed to make room (idle_unauthenticated) or refused at accept (503 at limits.max_connections, 429 at limits.max_connections_per_source).",
+		}, []string{"reason"}),
+		RefusalsSuppressed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "countersign_refusals_suppressed_total", Help: "Refusals before authentication past the source's limits.refusal_limit: answered 429, counted in a refusals_suppressed audit record.",
+		}),
 		StageSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "countersign_stage_seconds", Help: "Time spent in each stage of the signing pipeline.",
 			// 10 µs to ~80 ms: the stages are microseconds; audit fsync is milliseconds.
@@ -102,7 +114,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.Requests, m.Decisions, m.AuthFailures, m.StageSeconds, m.PolicyReloads, m.PolicyRevision,
+		m.Requests, m.Decisions, m.AuthFailures, m.ConnectionsShed, m.RefusalsSuppressed, m.StageSeconds, m.PolicyReloads, m.PolicyRevision,
 		m.CacheLookups, m.AuditUploaded, m.AuditUploadFailures,
 		m.AuditBatches, m.AuditRecords, m.AuditDecisions, m.AuditBatchRecords, m.AuditSyncSeconds,
 	)

@@ -68,6 +68,9 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// RateLimit bounds requests per principal (429 with Retry-After).
 	RateLimit RateLimit
+	// RefusalLimit bounds recorded refusals per source before
+	// authentication (429 with Retry-After, counted in a summary).
+	RefusalLimit RefusalLimit
 }
 
 // Stages are the steps of the signing pipeline, in request order.
@@ -87,6 +90,7 @@ type Handler struct {
 	opts     Options
 	log      *slog.Logger
 	limiter  *principalLimiter // nil when rate limiting is off
+	refusals *refusalLimiter
 	decoders sync.Pool
 	bodies   sync.Pool // *[]byte for encoding answers
 	// signingKey is the access key id of the last signature, to put a
@@ -125,7 +129,11 @@ func NewHandler(st Stages, opts Options, log *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{stages: st, opts: opts, log: log, limiter: limiter}
+	refusals, err := newRefusalLimiter(opts.RefusalLimit)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{stages: st, opts: opts, log: log, limiter: limiter, refusals: refusals}
 	h.decoders.New = func() any { return new(remotesign.Decoder) }
 	h.bodies.New = func() any { b := make([]byte, 0, 2048); return &b }
 	if m := opts.Metrics; m != nil {
@@ -159,6 +167,18 @@ func normalizeBasePaths(in []string) []string {
 func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 	c := call{route: rt, sourceIP: ctx.RemoteIP().String(), requestID: requestID(ctx)}
 	h.run(ctx, &c)
+	h.finish(ctx, &c)
+	if m := h.opts.Metrics; m != nil {
+		m.Requests.WithLabelValues(rt.name, strconv.Itoa(ctx.Response.StatusCode())).Inc()
+	}
+}
+
+// serveRefused answers a sign request refused before its body was decoded
+// (too large, unparsable headers, wrong method, overload): nothing runs,
+// but it is finished like every other call, so it leaves its record.
+func (h *Handler) serveRefused(ctx *fasthttp.RequestCtx, rt route, status int, msg string, retryAfter int) {
+	c := call{route: rt, sourceIP: ctx.RemoteIP().String(), requestID: requestID(ctx)}
+	c.refuse(status, msg, retryAfter)
 	h.finish(ctx, &c)
 	if m := h.opts.Metrics; m != nil {
 		m.Requests.WithLabelValues(rt.name, strconv.Itoa(ctx.Response.StatusCode())).Inc()
@@ -219,6 +239,9 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	c.identity = id
+	if cc := connOf(ctx.Conn()); cc != nil {
+		cc.markAuthenticated() // the connection now keeps the normal idle timeout
+	}
 
 	if h.limiter != nil {
 		if wait, ok := h.limiter.allow(id.Principal.ID); !ok {
@@ -292,8 +315,12 @@ func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	recs := c.auditRecords()
 	if c.signed != nil {
 		recs = h.noteKeyRotation(recs, c.signed.AccessKeyID)
+	} else {
+		recs = h.limitRefusal(c, recs, start)
 	}
-	if err := h.stages.Audit.Append(context.Background(), recs...); err != nil {
+	if len(recs) == 0 {
+		// A refusal past its source's limit: counted for the summary.
+	} else if err := h.stages.Audit.Append(context.Background(), recs...); err != nil {
 		h.log.Error("audit log unavailable; refusing to sign", "err", err, "request_id", c.requestID)
 		c.signed = nil
 		c.refuse(http.StatusServiceUnavailable, "audit log unavailable; nothing was signed", 1)
@@ -331,6 +358,37 @@ func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	ctx.SetBody(*buf)
 	if cap(*buf) <= 64<<10 {
 		h.bodies.Put(buf)
+	}
+}
+
+// limitRefusal applies the per-source refusal limit to a call refused
+// before it authenticated: past the limit the answer becomes 429 and its
+// record is dropped from recs, counted in the source's next summary, which
+// is added to recs when due.
+func (h *Handler) limitRefusal(c *call, recs []*audit.Record, now time.Time) []*audit.Record {
+	if c.identity != nil || c.status < 400 || c.status >= 500 || c.status == http.StatusTooManyRequests {
+		return recs
+	}
+	wait, ok, due := h.refusals.allow(c.sourceIP, c.status, now)
+	if !ok {
+		if m := h.opts.Metrics; m != nil {
+			m.RefusalsSuppressed.Inc()
+		}
+		c.refuse(http.StatusTooManyRequests, "too many refused requests from "+c.sourceIP+" (limits.refusal_limit); "+c.msg, wait)
+		recs = recs[:0]
+	}
+	return append(recs, due...)
+}
+
+// recordSuppressed writes the summaries that are due (all of them at
+// shutdown) for sources that stopped sending.
+func (h *Handler) recordSuppressed(all bool) {
+	recs := h.refusals.sweep(time.Now(), all)
+	if len(recs) == 0 {
+		return
+	}
+	if err := h.stages.Audit.Append(context.Background(), recs...); err != nil {
+		h.log.Error("recording suppressed refusals", "err", err, "records", len(recs))
 	}
 }
 

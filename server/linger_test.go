@@ -81,7 +81,8 @@ func sendOversized(addr string, req []byte) (status int, writeErr, readErr error
 // before it closes, so the client neither fails to write nor is reset
 // before it reads the status. 200 tries in a row with a core kept busy.
 func TestOversizedRequestsAreAnswered(t *testing.T) {
-	addr := serveTCP(t, newTestServer(t, testPolicy, nil, Options{}))
+	// 400 refusals from one address: the refusal limit is not under test.
+	addr := serveTCP(t, newTestServer(t, testPolicy, nil, Options{RefusalLimit: RefusalLimit{PerSecond: 1e6, Burst: 1e6}}))
 	loadOtherCore(t)
 
 	bigHeader := fmt.Sprintf("POST /v1/aws/s3/sign HTTP/1.1\r\nHost: countersign\r\nAuthorization: Bearer %s\r\nContent-Length: 2\r\n\r\n{}",

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,9 +25,22 @@ type Config struct {
 	MaxBodyBytes int
 	// ReadTimeout, WriteTimeout and IdleTimeout bound slow clients.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// MaxConcurrency caps requests served at once (fasthttp answers 503
-	// beyond it).
+	// MaxConcurrency caps sign requests served at once (default 1024);
+	// beyond it a request is answered 503 with Retry-After, and recorded.
 	MaxConcurrency int
+	// MaxConnections caps open connections (default 4096). At the cap a
+	// connection that never carried an authenticated request and is
+	// waiting for one is closed to make room; with none, the new
+	// connection is answered 503 with Retry-After.
+	MaxConnections int
+	// MaxConnectionsPerSource caps one source address's open connections
+	// (default 512; 429 beyond it). Behind a load balancer that hides
+	// client addresses, raise it to MaxConnections.
+	MaxConnectionsPerSource int
+	// PreAuthIdleTimeout is how long a connection that never carried an
+	// authenticated request may wait for one (default 10 s); IdleTimeout
+	// applies once it did.
+	PreAuthIdleTimeout time.Duration
 	// TLS, when set, serves HTTPS. The server wraps the listener itself so
 	// that its connection handling sits beneath TLS, on the socket.
 	TLS *tls.Config
@@ -52,7 +66,16 @@ func (c *Config) setDefaults() {
 		c.IdleTimeout = 120 * time.Second
 	}
 	if c.MaxConcurrency <= 0 {
-		c.MaxConcurrency = 4096
+		c.MaxConcurrency = 1024
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 4096
+	}
+	if c.MaxConnectionsPerSource <= 0 {
+		c.MaxConnectionsPerSource = 512
+	}
+	if c.PreAuthIdleTimeout <= 0 {
+		c.PreAuthIdleTimeout = 10 * time.Second
 	}
 	if c.LingerTimeout <= 0 {
 		c.LingerTimeout = 5 * time.Second
@@ -77,24 +100,36 @@ type Server struct {
 	cfg     Config
 	metrics fasthttp.RequestHandler // nil when metrics are off
 	closing atomic.Bool
+	// inflight holds a token per sign request being served.
+	inflight chan struct{}
+	stop     chan struct{} // closed by Shutdown: ends the summary sweep
+	stopOnce sync.Once
 }
 
 // New builds a Server around a sign handler.
 func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 	cfg.setDefaults()
-	s := &Server{handler: h, ready: ready, cfg: cfg}
+	s := &Server{handler: h, ready: ready, cfg: cfg, inflight: make(chan struct{}, cfg.MaxConcurrency), stop: make(chan struct{})}
 	if m := h.opts.Metrics; m != nil {
 		s.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	}
 	s.fast = &fasthttp.Server{
-		Name:                          "countersign",
-		Handler:                       s.serve,
-		ErrorHandler:                  s.serveTransportError,
-		MaxRequestBodySize:            cfg.MaxBodyBytes,
-		ReadTimeout:                   cfg.ReadTimeout,
-		WriteTimeout:                  cfg.WriteTimeout,
-		IdleTimeout:                   cfg.IdleTimeout,
-		Concurrency:                   cfg.MaxConcurrency,
+		Name:               "countersign",
+		Handler:            s.serve,
+		ErrorHandler:       s.serveTransportError,
+		MaxRequestBodySize: cfg.MaxBodyBytes,
+		ReadTimeout:        cfg.ReadTimeout,
+		WriteTimeout:       cfg.WriteTimeout,
+		IdleTimeout:        cfg.IdleTimeout,
+		// The listener enforces MaxConnections; fasthttp's own limit (and
+		// its plain-text 503) stays out of reach: a closed connection
+		// leaves the listener's count before it leaves fasthttp's.
+		Concurrency: cfg.MaxConnections + 1024,
+		ConnState: func(c net.Conn, st fasthttp.ConnState) {
+			if cc := connOf(c); cc != nil {
+				cc.setState(st)
+			}
+		},
 		DisablePreParseMultipartForm:  true,
 		NoDefaultServerHeader:         true,
 		NoDefaultDate:                 true,
@@ -107,7 +142,12 @@ func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 // Serve accepts connections on ln (plain TCP; the server adds TLS when
 // configured) until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	ln = &listener{Listener: ln, lingerTimeout: s.cfg.LingerTimeout, lingerBytes: s.cfg.LingerBytes}
+	var onShed func(string)
+	if m := s.handler.opts.Metrics; m != nil {
+		onShed = func(reason string) { m.ConnectionsShed.WithLabelValues(reason).Inc() }
+	}
+	ln = newListener(ln, &s.cfg, onShed)
+	go s.sweepRefusals()
 	if s.cfg.TLS != nil {
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
@@ -117,7 +157,25 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting, waits for in-flight requests, then returns.
 func (s *Server) Shutdown() error {
 	s.closing.Store(true)
-	return s.fast.Shutdown()
+	err := s.fast.Shutdown()
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.handler.recordSuppressed(true)
+	return err
+}
+
+// sweepRefusals records the suppressed-refusal summaries of sources that
+// went quiet, once per summary interval, until Shutdown.
+func (s *Server) sweepRefusals() {
+	t := time.NewTicker(s.handler.refusals.cfg.SummaryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.handler.recordSuppressed(false)
+		}
+	}
 }
 
 // Handler returns the fasthttp handler, for tests and embedding.
@@ -145,8 +203,16 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !ctx.IsPost() {
-		writeError(ctx, http.StatusMethodNotAllowed, "sign routes accept POST only", 0)
+		s.handler.serveRefused(ctx, rt, http.StatusMethodNotAllowed, "sign routes accept POST only", 0)
 		ctx.Response.Header.Set("Allow", "POST")
+		return
+	}
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	default:
+		s.handler.serveRefused(ctx, rt, http.StatusServiceUnavailable,
+			"countersign is serving its limit of "+strconv.Itoa(cap(s.inflight))+" sign requests at once (limits.max_concurrency)", 1)
 		return
 	}
 	s.handler.serveSign(ctx, rt)
@@ -178,24 +244,51 @@ func (s *Server) notReady() error {
 var errShuttingDown = errors.New("shutting down")
 
 // serveTransportError answers errors fasthttp detects before routing
-// (oversized or unparsable requests) in Iceberg's error model. fasthttp
-// closes the connection after this answer, often with the rest of the
-// request still on its way: the close lingers, so the client reads it.
+// (oversized or unparsable requests) in Iceberg's error model, and records
+// them: a body over the limit on a sign route is a sign request; a request
+// whose headers could not be read may have been one, so it is recorded
+// too, without a route. A connection that sent nothing is not a request.
+//
+// fasthttp closes the connection after this answer, often with the rest of
+// the request still on its way: the close lingers, so the client reads it.
 func (s *Server) serveTransportError(ctx *fasthttp.RequestCtx, err error) {
-	if c := connOf(ctx.Conn()); c != nil {
+	c := connOf(ctx.Conn())
+	if c != nil {
+		if c.state.Load() == stateShed {
+			return // closed to make room while the request arrived
+		}
 		c.linger.Store(true)
 	}
-	var small *fasthttp.ErrSmallBuffer
+	var (
+		status int
+		msg    string
+		small  *fasthttp.ErrSmallBuffer
+	)
 	switch {
 	case errors.As(err, &small):
-		writeError(ctx, http.StatusRequestHeaderFieldsTooLarge, "request headers are larger than the "+strconv.Itoa(readBufferSize>>10)+" KiB limit", 0)
+		status, msg = http.StatusRequestHeaderFieldsTooLarge, "request headers are larger than the "+strconv.Itoa(readBufferSize>>10)+" KiB limit"
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeError(ctx, http.StatusRequestEntityTooLarge, "sign request body is larger than the configured limit", 0)
+		status, msg = http.StatusRequestEntityTooLarge, "sign request body is larger than the configured limit of "+strconv.Itoa(s.cfg.MaxBodyBytes)+" bytes"
 	case isTimeout(err):
-		writeError(ctx, http.StatusRequestTimeout, "sign request was not received in time", 0)
+		status, msg = http.StatusRequestTimeout, "sign request was not received in time"
 	default:
-		writeError(ctx, http.StatusBadRequest, "malformed HTTP request", 0)
+		status, msg = http.StatusBadRequest, "malformed HTTP request"
 	}
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		// The headers were read: the route is known.
+		path := string(ctx.URI().PathOriginal())
+		if rt, ok := matchSignRoute(path, s.handler.opts.BasePaths); ok {
+			s.handler.serveRefused(ctx, rt, status, msg, 0)
+			return
+		}
+		writeError(ctx, status, msg, 0)
+		return
+	}
+	if c != nil && c.requestBytes() == 0 {
+		writeError(ctx, status, msg, 0) // nothing arrived: no request to record
+		return
+	}
+	s.handler.serveRefused(ctx, route{name: "unknown"}, status, msg, 0)
 }
 
 func isTimeout(err error) bool {

@@ -62,20 +62,29 @@ type KeysConfig struct {
 
 // LimitsConfig bounds what one request may cost.
 type LimitsConfig struct {
-	MaxBodyBytes        int           `yaml:"max_body_bytes"`
-	MaxDeleteKeys       int           `yaml:"max_delete_keys"`
-	MaxHeaders          int           `yaml:"max_headers"`
-	MaxConcurrency      int           `yaml:"max_concurrency"`
-	ReadTimeout         time.Duration `yaml:"read_timeout"`
-	WriteTimeout        time.Duration `yaml:"write_timeout"`
-	IdleTimeout         time.Duration `yaml:"idle_timeout"`
-	ShutdownGracePeriod time.Duration `yaml:"shutdown_grace_period"`
+	MaxBodyBytes   int `yaml:"max_body_bytes"`
+	MaxDeleteKeys  int `yaml:"max_delete_keys"`
+	MaxHeaders     int `yaml:"max_headers"`
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// MaxConnections and MaxConnectionsPerSource cap open connections;
+	// PreAuthIdleTimeout is the idle timeout of a connection that never
+	// carried an authenticated request.
+	MaxConnections          int           `yaml:"max_connections"`
+	MaxConnectionsPerSource int           `yaml:"max_connections_per_source"`
+	PreAuthIdleTimeout      time.Duration `yaml:"preauth_idle_timeout"`
+	ReadTimeout             time.Duration `yaml:"read_timeout"`
+	WriteTimeout            time.Duration `yaml:"write_timeout"`
+	IdleTimeout             time.Duration `yaml:"idle_timeout"`
+	ShutdownGracePeriod     time.Duration `yaml:"shutdown_grace_period"`
 	// LingerTimeout and LingerBytes bound the draining of a request that
 	// was answered before it was read whole (413, 431).
 	LingerTimeout time.Duration `yaml:"linger_timeout"`
 	LingerBytes   int64         `yaml:"linger_bytes"`
 	// RateLimit bounds sign requests per principal (429 + Retry-After).
 	RateLimit server.RateLimit `yaml:"rate_limit"`
+	// RefusalLimit bounds recorded refusals per source address before
+	// authentication (429 + Retry-After, then one summary record).
+	RefusalLimit server.RefusalLimit `yaml:"refusal_limit"`
 }
 
 // serverConfig is the HTTP listener's part of the limits.
@@ -86,9 +95,11 @@ func (l LimitsConfig) serverConfig(tlsConfig *tls.Config) server.Config {
 		WriteTimeout:   l.WriteTimeout,
 		IdleTimeout:    l.IdleTimeout,
 		MaxConcurrency: l.MaxConcurrency,
-		LingerTimeout:  l.LingerTimeout,
-		LingerBytes:    l.LingerBytes,
-		TLS:            tlsConfig,
+		MaxConnections: l.MaxConnections, MaxConnectionsPerSource: l.MaxConnectionsPerSource,
+		PreAuthIdleTimeout: l.PreAuthIdleTimeout,
+		LingerTimeout:      l.LingerTimeout,
+		LingerBytes:        l.LingerBytes,
+		TLS:                tlsConfig,
 	}
 }
 
@@ -103,10 +114,24 @@ func (l LimitsConfig) validate() error {
 		{"read_timeout", int64(l.ReadTimeout)}, {"write_timeout", int64(l.WriteTimeout)},
 		{"idle_timeout", int64(l.IdleTimeout)}, {"shutdown_grace_period", int64(l.ShutdownGracePeriod)},
 		{"linger_timeout", int64(l.LingerTimeout)}, {"linger_bytes", l.LingerBytes},
+		{"max_connections", int64(l.MaxConnections)}, {"max_connections_per_source", int64(l.MaxConnectionsPerSource)},
+		{"preauth_idle_timeout", int64(l.PreAuthIdleTimeout)},
+		{"refusal_limit.burst", int64(l.RefusalLimit.Burst)}, {"refusal_limit.sources", int64(l.RefusalLimit.Sources)},
+		{"refusal_limit.summary_interval", int64(l.RefusalLimit.SummaryInterval)},
+		{"rate_limit.burst", int64(l.RateLimit.Burst)}, {"rate_limit.principals", int64(l.RateLimit.Principals)},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("config: limits.%s must not be negative (0 means the default)", f.name)
 		}
+	}
+	if l.RefusalLimit.PerSecond < 0 || l.RateLimit.PerSecond < 0 {
+		return fmt.Errorf("config: limits.refusal_limit.per_second and limits.rate_limit.per_second must not be negative")
+	}
+	if l.MaxConnections > 0 && l.MaxConnectionsPerSource > l.MaxConnections {
+		return fmt.Errorf("config: limits.max_connections_per_source (%d) is above limits.max_connections (%d)", l.MaxConnectionsPerSource, l.MaxConnections)
+	}
+	if l.PreAuthIdleTimeout > 0 && l.IdleTimeout > 0 && l.PreAuthIdleTimeout > l.IdleTimeout {
+		return fmt.Errorf("config: limits.preauth_idle_timeout (%s) is above limits.idle_timeout (%s): it is meant to be the shorter", l.PreAuthIdleTimeout, l.IdleTimeout)
 	}
 	return nil
 }

@@ -96,3 +96,33 @@ func TestRuntimeConfig(t *testing.T) {
 		t.Errorf("gc percent %d with GOGC=50 set, want 50", got)
 	}
 }
+
+func TestLimitsAreValidated(t *testing.T) {
+	for text, want := range map[string]string{
+		"max_connections: -1":                                   "limits.max_connections must not be negative",
+		"preauth_idle_timeout: -1s":                             "limits.preauth_idle_timeout must not be negative",
+		"refusal_limit:\n    per_second: -1":                    "refusal_limit.per_second",
+		"max_connections: 10\n  max_connections_per_source: 20": "above limits.max_connections",
+		"idle_timeout: 5s\n  preauth_idle_timeout: 10s":         "meant to be the shorter",
+		"linger_bytes: -5":                                      "limits.linger_bytes",
+	} {
+		cfg, err := loadConfig(writeTemp(t, "limits:\n  "+text+"\n"), Config{})
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if err := cfg.Limits.validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+	if err := (LimitsConfig{}).validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+}
+
+func writeTemp(t *testing.T, text string) string {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

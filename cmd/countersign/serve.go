@@ -256,6 +256,7 @@ func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log
 		CacheableReads: cfg.CacheableReads,
 		Metrics:        m,
 		RateLimit:      cfg.Limits.RateLimit,
+		RefusalLimit:   cfg.Limits.RefusalLimit,
 		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
 	}, log)
 	if err != nil {
