@@ -154,6 +154,9 @@ func Open(cfg Config, opts Options) (*Log, error) {
 	go l.runPreparer()
 	if err := l.recover(); err != nil {
 		l.w.closeSegment()
+		if rerr := l.removeFailedSegment(); rerr != nil {
+			err = fmt.Errorf("%w; %w", err, rerr)
+		}
 		l.stopPreparer()
 		lock.Close()
 		return nil, err

@@ -35,7 +35,10 @@ import (
 //   - A segment with no complete record at all (the process died while
 //     creating it, or right after): its files hold nothing that was ever
 //     acknowledged, so they are removed and the previous segment is
-//     examined instead. This is the only removal the log ever does.
+//     examined instead. This is the only removal the log ever does (the
+//     writer also removes such a segment when its creation fails, and
+//     before Close returns while the log is unavailable). Verify accepts
+//     such a segment at the end of the log by the same rule.
 //   - Anything else — an invalid line followed by more lines, a segment
 //     shorter than its own last checkpoint, seqs out of order — is damage or
 //     tampering, not a crash: Open refuses, naming the file and line, and

@@ -318,3 +318,40 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// A last segment holding no record (its creation failed on a full disk
+// or in a crash: an empty checkpoints file) is an artefact only where the
+// writer could have created it: at the end of the records, not after a
+// gap nor inside what a checkpoint covers.
+func TestVerifyFailedSegmentCreation(t *testing.T) {
+	k := newTestKeys(t)
+	dir, segs := tamperLog(t, k)
+	next := verifyDir(t, dir, k).Next
+	for _, tc := range []struct {
+		name  string
+		first uint64
+		want  string // "" = verifies, with an artefact
+	}{
+		{"at the end", next, ""},
+		{"after a gap", next + 5, "are missing"},
+		{"inside checkpointed records", next - 3, "overlaps"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := copyLog(t, dir, segs)
+			if err := os.WriteFile(filepath.Join(d, CheckpointsName(tc.first)), nil, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Verify(os.DirFS(d), VerifyOptions{Verifiers: k.verifiers})
+			if tc.want == "" {
+				if err != nil || len(res.Artefacts) != 1 || !strings.Contains(res.Artefacts[0], "creation failed") {
+					t.Fatalf("verify: %v, artefacts %q", err, res.Artefacts)
+				}
+				return
+			}
+			var ve *VerifyError
+			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("verify: %v, want a VerifyError saying %q", err, tc.want)
+			}
+		})
+	}
+}

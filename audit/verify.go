@@ -48,6 +48,12 @@ type VerifyResult struct {
 	// but nothing signed protects them yet.
 	Uncovered uint64
 	Abandoned []AbandonedSegment
+	// Artefacts are what a crash or a full disk leaves at the end of a
+	// log, each explained: a torn final line or checkpoint, a segment
+	// whose creation failed (no record in it), a seal whose checkpoint was
+	// never written. None of them hides or changes a record a checkpoint
+	// covers (that is a *VerifyError); the next Open repairs them.
+	Artefacts []string
 	Warnings  []string
 }
 
@@ -59,7 +65,9 @@ type AbandonedSegment struct {
 	IgnoredBytes int64
 }
 
-// VerifyError names the first place where the log is wrong.
+// VerifyError names the first place where the log is wrong: something no
+// crash or full disk leaves (those are VerifyResult.Artefacts), so the log
+// was altered, truncated or damaged.
 type VerifyError struct {
 	File string // segment or checkpoints file
 	Line int    // 1-based, 0 if not about a line
@@ -109,6 +117,16 @@ func Verify(fsys fs.FS, opts VerifyOptions) (*VerifyResult, error) {
 		v.trusted = append(v.trusted, cp)
 	}
 	slices.SortFunc(v.trusted, func(a, b *Checkpoint) int { return cmp.Compare(a.Size, b.Size) })
+	// Where the log ends. A last segment holding no complete record is a
+	// segment whose creation failed (a crash, or a full disk: its
+	// checkpoints file may even be empty); Open removes it. The segment
+	// before it then is the log's end, whose torn tail and missing seal
+	// are a crash's, not a finished segment's. Nothing in the empty one is
+	// skipped: its seq and checkpoints are still checked against the rest.
+	v.last = len(segs) - 1
+	if v.last > 0 && !holdsRecord(fsys, segs[v.last]) {
+		v.last--
+	}
 	for i := range segs {
 		if err := v.segment(segs, i); err != nil {
 			return v.res, err
@@ -143,11 +161,29 @@ type verifier struct {
 	rangeLine int
 	trusted   []*Checkpoint
 	ti        int
+	last      int // index of the segment that ends the log (see Verify)
+}
+
+// artefact records what a crash or a full disk left.
+func (v *verifier) artefact(format string, args ...any) {
+	v.res.Artefacts = append(v.res.Artefacts, fmt.Sprintf(format, args...))
+}
+
+// holdsRecord reports whether a segment file has a complete first record.
+func holdsRecord(fsys fs.FS, seg SegmentInfo) bool {
+	if !seg.HasRecords {
+		return false
+	}
+	_, err := firstRecord(fsys, seg.Name)
+	return err == nil
 }
 
 func (v *verifier) segment(segs []SegmentInfo, i int) error {
 	seg := segs[i]
-	isLast := i == len(segs)-1
+	if i > v.last {
+		return v.failedSegment(seg)
+	}
+	isLast := i == v.last
 	if !seg.HasCheckpoints {
 		return &VerifyError{File: seg.Name, Seq: -1, Msg: "missing its checkpoints file " + seg.CheckpointsName}
 	}
@@ -197,7 +233,7 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 
 	if !seg.HasRecords {
 		if isLast && len(cps) == 1 {
-			v.res.Warnings = append(v.res.Warnings, seg.Name+": missing; the writer died while creating it (Open removes it)")
+			v.artefact("%s: missing; a segment whose creation failed (crash or full disk); Open removes it", seg.Name)
 			_, err := v.checkCheckpoints(seg, entries, cps, 0, 0)
 			return err
 		}
@@ -236,8 +272,7 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		}
 		if !complete {
 			if isLast {
-				v.res.Warnings = append(v.res.Warnings, fmt.Sprintf(
-					"%s:%d: torn final line (%d bytes): a write interrupted by a crash, never acknowledged; the next start abandons it", seg.Name, num, len(line)))
+				v.artefact("%s:%d: torn final line (%d bytes): a write cut short by a crash or a full disk, never acknowledged; the next start abandons it", seg.Name, num, len(line))
 				break
 			}
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: "incomplete last line in a finished segment: truncated"}
@@ -307,7 +342,7 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		if !isLast || abandoned {
 			return &VerifyError{File: seg.CheckpointsName, Seq: int64(v.next), Msg: "no checkpoint covers the seal record"}
 		}
-		v.res.Warnings = append(v.res.Warnings, seg.Name+": sealed but its final checkpoint is missing (the writer died while closing; Open adds it)")
+		v.artefact("%s: sealed but its final checkpoint is missing (a crash or a full disk while closing); Open adds it", seg.Name)
 	}
 	return nil
 }
@@ -327,7 +362,7 @@ func (v *verifier) checkpoints(seg SegmentInfo, tornOK bool) ([]checkpointEntry,
 		if !tornOK {
 			return nil, nil, &VerifyError{File: seg.CheckpointsName, Line: len(entries) + 1, Seq: -1, Msg: "incomplete last line in a finished segment's checkpoints"}
 		}
-		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("%s:%d: torn final checkpoint line, ignored", seg.CheckpointsName, len(entries)+1))
+		v.artefact("%s:%d: torn final checkpoint line (crash or full disk), ignored", seg.CheckpointsName, len(entries)+1)
 	}
 	cps := make([]*Checkpoint, len(entries))
 	for j, e := range entries {
@@ -438,4 +473,76 @@ func firstRecord(fsys fs.FS, name string) (*Record, error) {
 		return nil, errors.New("incomplete first line")
 	}
 	return DecodeRecord(line)
+}
+
+// failedSegment checks a last segment that holds no record: one whose
+// creation, or the write of its first batch, failed (a full disk, a
+// crash). The writer creates a segment at the durable tree size, so it
+// starts at or after the last checkpoint and at or before the end of the
+// previous segment: records of the previous segment after its start
+// belong to the batch that failed (written, never acknowledged; Open
+// keeps them, the log may over-record). Its checkpoints, if any, are
+// only the opening one, which must match the records before it; its
+// records file, if any, holds at most a torn first line and padding.
+func (v *verifier) failedSegment(seg SegmentInfo) error {
+	low := v.res.First
+	if v.prev != nil {
+		low = uint64(v.prev.Size)
+	}
+	switch {
+	case seg.First > v.next:
+		return &VerifyError{File: seg.Name, Seq: int64(v.next), Msg: fmt.Sprintf(
+			"first seq %d, expected %d: records %d..%d are missing (segment dropped or truncated)", seg.First, v.next, v.next, seg.First-1)}
+	case seg.First < low:
+		return &VerifyError{File: seg.Name, Seq: int64(seg.First), Msg: fmt.Sprintf(
+			"first seq %d lies before the previous checkpoint (%d records): overlaps the previous segment", seg.First, low)}
+	}
+	var cps []*Checkpoint
+	if seg.HasCheckpoints {
+		entries, c, err := v.checkpoints(seg, true)
+		if err != nil {
+			return err
+		}
+		cps = c
+		for j, cp := range cps {
+			if cp.Size != int64(seg.First) {
+				return &VerifyError{File: seg.CheckpointsName, Line: entries[j].line, Seq: -1, Msg: fmt.Sprintf(
+					"checkpoint of %d records, but %s holds no record: records were removed", cp.Size, seg.Name)}
+			}
+			root, err := tlog.TreeHash(cp.Size, v.store)
+			if err != nil || root != cp.Root {
+				return &VerifyError{File: seg.CheckpointsName, Line: entries[j].line, Seq: -1, Msg: fmt.Sprintf(
+					"checkpoint of %d records does not match the records before it", cp.Size)}
+			}
+			v.res.Checkpoints++
+		}
+	}
+	if seg.HasRecords {
+		f, err := v.fsys.Open(seg.Name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		lr := newLineReader(f, 0, 1)
+		line, _, _, complete, err := lr.next()
+		switch {
+		case err == io.EOF:
+		case err != nil:
+			return &VerifyError{File: seg.Name, Line: 1, Seq: int64(seg.First), Msg: err.Error()}
+		case complete:
+			return &VerifyError{File: seg.Name, Line: 1, Seq: int64(seg.First), Msg: "invalid record"}
+		case len(cps) == 0:
+			return &VerifyError{File: seg.Name, Line: 1, Seq: int64(seg.First), Msg: "bytes in a segment that has no checkpoint"}
+		default:
+			v.artefact("%s:1: torn first line (%d bytes): a write cut short by a crash or a full disk, never acknowledged", seg.Name, len(line))
+		}
+		if at, err := lr.nonZeroAfter(); err != nil || at >= 0 {
+			return &VerifyError{File: seg.Name, Seq: -1, Msg: fmt.Sprintf("data after the zero padding at byte %d: not part of the log", at)}
+		}
+	}
+	v.artefact("%s: holds no record: a segment whose creation failed (crash or full disk); Open removes it", seg.Name)
+	if seg.First < v.next {
+		v.artefact("records %d..%d at the end of the previous segment were written by the batch that failed, never acknowledged; Open keeps them (the log may hold records of requests that failed, never the reverse)", seg.First, v.next-1)
+	}
+	return nil
 }

@@ -450,13 +450,14 @@ func (l *Log) createSegment(first uint64) (*segment, error) {
 	dir := l.cfg.Dir
 	chkPath := filepath.Join(dir, CheckpointsName(first))
 	segPath := filepath.Join(dir, seg.name)
-	// Until the segment holds a record, its files are removable leftovers.
-	w.cleanup = []string{chkPath, segPath}
 	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL | os.O_APPEND
 	chk, err := l.openFile(chkPath, flags, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", CheckpointsName(first), err)
 	}
+	// Until the segment holds a record, the files created here are
+	// removable leftovers (only those: O_EXCL says they are ours).
+	w.cleanup = []string{chkPath}
 	entry, err := l.checkpointEntry(0)
 	if err != nil {
 		chk.Close()
@@ -481,6 +482,7 @@ func (l *Log) createSegment(first uint64) (*segment, error) {
 		chk.Close()
 		return nil, fmt.Errorf("creating %s: %w", seg.name, err)
 	}
+	w.cleanup = append(w.cleanup, segPath)
 	if err := syncDir(l.openFile, dir); err != nil {
 		chk.Close()
 		f.Close()
@@ -556,13 +558,10 @@ func (l *Log) fault(cause error) error {
 // abandoned; once it and a checkpoint are durable, the log is healthy.
 func (l *Log) probe() {
 	w := &l.w
-	for _, name := range w.cleanup {
-		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-			l.fault(fmt.Errorf("removing failed segment file: %w", err))
-			return
-		}
+	if err := l.removeFailedSegment(); err != nil {
+		l.fault(err)
+		return
 	}
-	w.cleanup = nil
 	seg, err := l.createSegment(w.tree.n)
 	if err != nil {
 		l.fault(err)
@@ -602,11 +601,40 @@ func (l *Log) shutdown() error {
 	defer l.stopPreparer()
 	w := &l.w
 	if w.seg == nil {
-		return l.unhealthyErr()
+		// Closed while unavailable (a full disk): nothing can be sealed,
+		// and the next Open recovers. But a segment whose creation failed
+		// (an empty checkpoints file) must not outlive the process: it
+		// would stand after the abandoned segment as if that one were
+		// finished. Removing frees space, so it works on a full disk.
+		err := l.unhealthyErr()
+		if rerr := l.removeFailedSegment(); rerr != nil {
+			err = fmt.Errorf("%w; %w", err, rerr)
+		}
+		return fmt.Errorf("closed while unavailable, not sealed (the next start recovers): %w", err)
 	}
 	stop := &Record{Kind: KindLifecycle, Event: EventStop, Detail: map[string]string{"reason": "shutdown"}}
 	if err := l.seal("close", stop); err != nil {
 		return err
+	}
+	return nil
+}
+
+// removeFailedSegment removes the files of a segment whose creation or
+// first write failed (w.cleanup: they hold no record) and makes the
+// removal durable.
+func (l *Log) removeFailedSegment() error {
+	w := &l.w
+	if len(w.cleanup) == 0 {
+		return nil
+	}
+	for _, name := range w.cleanup {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing failed segment file: %w", err)
+		}
+	}
+	w.cleanup = nil
+	if err := syncDir(l.openFile, l.cfg.Dir); err != nil {
+		return fmt.Errorf("syncing %s: %w", l.cfg.Dir, err)
 	}
 	return nil
 }

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -16,31 +18,16 @@ import (
 // report not-ready while the log cannot record, and recover by itself when
 // space comes back.
 func TestAuditDiskFullFailsClosed(t *testing.T) {
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("this test needs root to mount a small tmpfs for a real disk-full fault: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
-
+	mnt := mountTmpfs(t)
 	srv := startS3(t)
-	cfg := baseConfig(t, srv.Port)
-	// Point the audit log into the tmpfs, with small segments.
-	lines := strings.Split(cfg, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "  dir: ") && i > 0 && strings.HasPrefix(lines[i-1], "audit:") {
-			lines[i] = "  dir: " + quote(filepath.Join(mnt, "audit")) + "\n  segment_max_bytes: 262144"
-		}
-	}
-	cfg = strings.Join(lines, "\n")
+	cfg := tmpfsAuditConfig(t, baseConfig(t, srv.Port), mnt)
 	cs := startCountersign(t, cfg, secretEnv()...)
 	sr := signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()}
 	if st, _, ierr, _ := cs.sign(t, "", sr); st != http.StatusOK {
 		t.Fatalf("before the fault: %d %+v", st, ierr)
 	}
 
-	// Fill the file system.
-	filler := filepath.Join(mnt, "filler")
-	exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run()
+	filler := fillDisk(mnt)
 
 	// Within a few seconds the log hits the full disk (at the latest at the
 	// next checkpoint) and from then on nothing is signed.
@@ -96,4 +83,91 @@ func getStatus(t testing.TB, url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// mountTmpfs mounts a 4 MiB tmpfs, for a real disk-full fault.
+func mountTmpfs(t *testing.T) string {
+	t.Helper()
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("this test needs root to mount a small tmpfs for a real disk-full fault: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	return mnt
+}
+
+// tmpfsAuditConfig points cfg's audit log into mnt/audit, with small
+// segments.
+func tmpfsAuditConfig(t *testing.T, cfg, mnt string) string {
+	t.Helper()
+	lines := strings.Split(cfg, "\n")
+	found := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  dir: ") && i > 0 && strings.HasPrefix(lines[i-1], "audit:") {
+			lines[i] = "  dir: " + quote(filepath.Join(mnt, "audit")) + "\n  segment_max_bytes: 262144"
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no audit.dir line in the config")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fillDisk fills the file system at mnt and returns the filler's path.
+func fillDisk(mnt string) string {
+	filler := filepath.Join(mnt, "filler")
+	exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run()
+	return filler
+}
+
+// TestAuditDiskFullCleanStop is issue 20's repro: load until the full
+// disk answers 503, SIGTERM while it is still full. The stop must say it
+// failed (exit 1: the log could not be sealed), and `audit verify` must
+// accept the log, naming what it finds as a crash or disk-full artefact,
+// not tampering.
+func TestAuditDiskFullCleanStop(t *testing.T) {
+	mnt := mountTmpfs(t)
+	srv := startS3(t)
+	ad := newAuditDir(t)
+	cfg := tmpfsAuditConfig(t, baseConfigAudit(t, srv.Port, ad), mnt)
+	cs := startCountersign(t, cfg, secretEnv()...)
+	sr := signRequest{Region: testRegion, URI: styles(srv.Port)[0].object("lake", "wh/f.parquet"), Method: "GET", Headers: javaHeaders()}
+	if st, _, ierr, _ := cs.sign(t, "", sr); st != http.StatusOK {
+		t.Fatalf("before the fault: %d %+v", st, ierr)
+	}
+	fillDisk(mnt)
+	deadline := time.Now().Add(15 * time.Second)
+	for refused := 0; refused < 50; {
+		st, res, ierr, _ := cs.sign(t, "", sr)
+		switch {
+		case st == http.StatusServiceUnavailable && res == nil:
+			refused++
+		case st != http.StatusOK:
+			t.Fatalf("unexpected status %d %+v", st, ierr)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit log never noticed the full disk\n%s", cs.log.String())
+		}
+	}
+
+	// SIGTERM while still full.
+	cs.cmd.Process.Signal(syscall.SIGTERM)
+	err := cs.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("stop on a full disk: %v, want exit status 1 (the log could not be sealed)\n%s", err, cs.log.String())
+	}
+	if !strings.Contains(cs.log.String(), "closing the audit log") {
+		t.Errorf("the close error is not logged:\n%s", cs.log.String())
+	}
+
+	out, err := exec.Command(servers.CountersignBin, "audit", "verify", "-dir", filepath.Join(mnt, "audit"), "-pubkey", ad.VerifierKeyFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit verify after a stop on a full disk: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "crash or disk-full artefact (not tampering)") {
+		t.Errorf("verify does not name the disk-full artefact:\n%s", out)
+	}
+	t.Logf("audit verify:\n%s", out)
 }

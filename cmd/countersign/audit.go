@@ -27,7 +27,10 @@ const auditUsage = `Usage:
       Check the audit log in DIR: seq continuity, every record, the Merkle
       tree against every signed checkpoint, checkpoint signatures and
       consistency, segment seals. Names the first bad record (file, line,
-      seq) and exits 1. -pubkey/-pubkey-text may repeat (rotated keys).
+      seq) and exits 1. What a crash or a full disk leaves at the end (a
+      torn last line, a segment whose creation failed) is listed as an
+      artefact, not tampering, and exits 0. -pubkey/-pubkey-text may
+      repeat (rotated keys).
 
   countersign audit query [-dir DIR] [-principal P] [-key K | -key-prefix KP] [-bucket B]
                           [-since T] [-until T] [-decision D] [-kind K]
@@ -188,9 +191,16 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 		for _, w := range res.Warnings {
 			fmt.Fprintln(stdout, "warning:", w)
 		}
+		for _, a := range res.Artefacts {
+			fmt.Fprintln(stdout, "crash or disk-full artefact (not tampering):", a)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stdout, "FAIL:", err)
+		var ve *audit.VerifyError
+		if errors.As(err, &ve) {
+			fmt.Fprintln(stdout, "no crash or full disk leaves this: the log was altered, truncated or damaged")
+		}
 		return 1
 	}
 	fmt.Fprintf(stdout, "ok: %s: records %d..%d (%d) in %d segments, %d checkpoints verified (%v)\n",

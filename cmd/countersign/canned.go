@@ -28,7 +28,7 @@ func cannedFlag(fs *flag.FlagSet) *bool {
 
 // buildServer is build, or with canned set the benchmark-only
 // canned-response server.
-func buildServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev, canned bool, log *slog.Logger) (*server.Server, func(), error) {
+func buildServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev, canned bool, log *slog.Logger) (*server.Server, func() error, error) {
 	if !canned {
 		return build(ctx, cfg, tlsConfig, dev, log)
 	}
@@ -38,7 +38,7 @@ func buildServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev, ca
 // buildCanned builds a server with the real HTTP server, routing, request
 // decoding, classifier (the configured endpoints) and response encoding,
 // and server.CannedStages for the rest. Its /readyz always fails.
-func buildCanned(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*server.Server, func(), error) {
+func buildCanned(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*server.Server, func() error, error) {
 	for range 3 {
 		log.Error("BENCHMARK CANNED-RESPONSE MODE (-" + cannedFlagName + "): " +
 			"no authentication, no policy, no audit, FAKE signatures. For measuring countersign's floor only; never route real traffic here.")
@@ -59,5 +59,5 @@ func buildCanned(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*server.S
 	if err != nil {
 		return nil, nil, err
 	}
-	return server.New(h, cfg.Limits.serverConfig(tlsConfig), server.CannedReadiness()), func() {}, nil
+	return server.New(h, cfg.Limits.serverConfig(tlsConfig), server.CannedReadiness()), func() error { return nil }, nil
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/countersign/countersign/signer"
 )
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML configuration file")
@@ -79,7 +79,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "countersign: listen: %v\n", err)
 		return 1
 	}
-	defer closeStages()
+	defer func() {
+		// A log that could not be sealed (a full disk) is a failed stop:
+		// the exit code says so, as the log line does.
+		if err := closeStages(); err != nil && code == 0 {
+			code = 1
+		}
+	}()
 	if *dev {
 		if err := printDevBanner(stdout, cfg, ln.Addr().String()); err != nil {
 			fmt.Fprintln(stderr, "countersign:", err)
@@ -129,8 +135,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // build wires the stages of the signing pipeline from configuration, in
-// request order. The returned func releases background work (key refresh).
-func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log *slog.Logger) (*server.Server, func(), error) {
+// request order. The returned func releases background work (key refresh)
+// and closes the audit log, returning the log's close error.
+func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log *slog.Logger) (*server.Server, func() error, error) {
 	m := metrics.New()
 	authn, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: log, OnCache: m.TokenCache})
 	if err != nil {
@@ -213,8 +220,9 @@ func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log
 	lifecycle(audit.EventPolicyRevision, map[string]string{"revision": pm.Revision()})
 	// Closing drains, seals the segment and writes a final checkpoint; it
 	// runs after the listener has finished every in-flight request.
-	closeAll := func() {
-		if err := auditLog.Close(); err != nil {
+	closeAll := func() error {
+		err := auditLog.Close()
+		if err != nil {
 			log.Error("closing the audit log", "err", err)
 		}
 		if u := uploader.Load(); u != nil {
@@ -229,6 +237,7 @@ func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log
 		}
 		pm.Close()
 		authn.Close()
+		return err
 	}
 
 	creds, err := signer.NewCredentials(ctx, cfg.Credentials)
