@@ -118,8 +118,8 @@ any authenticated caller use the "warehouse" bucket.
   sign endpoint : http://%[1]s/v1/aws/s3/sign
   S3 endpoint   : %[2]s://%[3]s:%[4]d (regions %[5]s)
   audit log     : %[6]s
-                  countersign audit verify -dir %[6]s -pubkey %[7]s
-`, addr, ep.Scheme, ep.Host, ep.Port, strings.Join(ep.Regions, ","), cfg.Audit.Dir, filepath.Join(filepath.Dir(cfg.Audit.Dir), "checkpoint.pub"))
+                  countersign audit verify -dir %[6]s %[7]s
+`, addr, ep.Scheme, ep.Host, ep.Port, strings.Join(ep.Regions, ","), cfg.Audit.Dir, verifierFlag(cfg.Audit.CheckpointKeyFile))
 	if strings.HasPrefix(cfg.Credentials.AccessKeyID, "CSDEV") {
 		fmt.Fprintf(w, `
 Generated signing credentials (start your dev S3 server with them):
@@ -154,4 +154,21 @@ PyIceberg:
 
 `, addr, ep.Scheme, ep.Host, ep.Port, token)
 	return nil
+}
+
+// verifierFlag is the banner's verifier key argument for audit verify:
+// the checkpoint.pub that keygen (and -dev's generated setup) writes next
+// to the checkpoint key, else the key itself, derived from the checkpoint
+// key (public: printing it is harmless).
+func verifierFlag(checkpointKeyFile string) string {
+	pub := filepath.Join(filepath.Dir(checkpointKeyFile), "checkpoint.pub")
+	if _, err := os.Stat(pub); err == nil {
+		return "-pubkey " + pub
+	}
+	if b, err := os.ReadFile(checkpointKeyFile); err == nil {
+		if key, err := audit.VerifierKey(string(b)); err == nil {
+			return "-pubkey-text " + key
+		}
+	}
+	return "-pubkey-text \"$(countersign audit pubkey -key " + checkpointKeyFile + ")\""
 }
