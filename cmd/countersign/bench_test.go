@@ -167,7 +167,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	var out, errb bytes.Buffer
 	code = runBench(context.Background(), []string{
 		"-config", filepath.Join(dir, "full.yaml"), "-url", "http://" + addr, "-floor-url", floor,
-		"-rounds", "1", "-duration", "2s", "-warmup", "200ms", "-c", "4",
+		"-rounds", "1", "-scans", "1", "-warmup", "200ms", "-c", "4",
 		"-files", "60", "-tables", "3", "-groups", "2", "-principals", "3",
 		"-writes", "2", "-deletes", "2", "-keys-per-delete", "10", "-verify-every", "25",
 		"-json", report,
