@@ -408,8 +408,6 @@ func (o *oracle) sign(t *testing.T, reqID string, sr signRequest) (int, *signRes
 // defects of issue 14 are being fixed in the classifier; SeaweedFS's are
 // the server's own, which no signature can make up for.
 var knownBypasses = map[string]string{
-	"versitygw / CopyObject raw space in the source / double spaces in x-amz-copy-source":                                                defect4,
-	"seaweedfs / CopyObject raw space in the source / double spaces in x-amz-copy-source":                                                defect4,
 	"seaweedfs / DeleteObjects CRC32 virtual-hosted / swap the body for a Delete of an undecided key with a forged x-amz-checksum-crc32": seaweedDelete,
 	"seaweedfs / DeleteObjects CRC32 virtual-hosted / swap the body for a Delete of an undecided key":                                    seaweedDelete,
 	"seaweedfs / DeleteObjects Content-MD5 / swap the body for a Delete of an undecided key":                                             seaweedDelete,
@@ -417,7 +415,6 @@ var knownBypasses = map[string]string{
 }
 
 const (
-	defect4       = "issue 14 defect 4: a copy source with whitespace is signed; SigV4 collapses runs of spaces, so the signature also copies \"src  a.parquet\""
 	seaweedDelete = "SeaweedFS does not check a DeleteObjects body against Content-MD5, x-amz-checksum-* or even the signed x-amz-content-sha256 (DeleteMultipleObjectsHandler parses the body unchecked), so any signed DeleteObjects deletes any keys of its bucket there"
 )
 

@@ -303,6 +303,11 @@ func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' 
 func checkHeaders(h remotesign.Headers, authority string) error {
 	for i := range h {
 		name := h[i].Name
+		if meaningHeader(name) {
+			if _, err := meaningValue(h, name); err != nil {
+				return err
+			}
+		}
 		switch {
 		case strings.EqualFold(name, "Host"):
 			if len(h[i].Values) != 1 || h[i].Values[0] != authority {
@@ -396,9 +401,12 @@ func (c *Classifier) parseCopySource(h remotesign.Headers) (objectRef, bool, err
 		}
 		return objectRef{}, false, nil
 	}
-	v, ok := h.Get("x-amz-copy-source")
-	if !ok {
-		return objectRef{}, false, malformed("header x-amz-copy-source must have exactly one value")
+	// One value of printable ASCII without space, tab or comma
+	// (checkHeaders, meaningValue): SigV4 signs the value trimmed,
+	// collapsed and comma-joined, which HTTP would let a holder re-spell.
+	v, err := meaningValue(h, "x-amz-copy-source")
+	if err != nil {
+		return objectRef{}, false, err
 	}
 	if strings.HasPrefix(v, "arn:") {
 		return objectRef{}, false, malformed("header x-amz-copy-source: access point ARNs are not supported")
@@ -429,6 +437,16 @@ func (c *Classifier) parseCopySource(h remotesign.Headers) (objectRef, bool, err
 	}
 	if err := c.checkKey(key, "copy source key"); err != nil {
 		return objectRef{}, false, err
+	}
+	// One spelling, as for the path: what the server decodes is then
+	// what was decided, whatever its decoder does with other spellings.
+	if canon := string(appendAWSEscapedPath(nil, key)); canon != rawKey {
+		return objectRef{}, false, malformed("header x-amz-copy-source is not in canonical S3 encoding: the key must be sent as %q", truncate(canon))
+	}
+	if ref.versionID != "" {
+		if canon := "versionId=" + string(appendAWSEscapedPath(nil, ref.versionID)); canon != query {
+			return objectRef{}, false, malformed("header x-amz-copy-source's version is not in canonical encoding: send ?%s", truncate(canon))
+		}
 	}
 	ref.bucket, ref.key = bucket, key
 	return ref, true, nil

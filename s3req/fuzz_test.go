@@ -20,6 +20,9 @@ func FuzzClassify(f *testing.F) {
 		{"GET", "https://lake.s3.example.com/other/secret", "", ""},
 		{"GET", "http://lake.127.0.0.1:7070/other/secret", "", ""},
 		{"PUT", "http://localhost:7070/lake/k?partNumber=1&uploadId=x", "lake/src%20k?versionId=1", ""},
+		{"PUT", "http://localhost:7070/lake/k", "lake/wh/secret.parquet ", ""},
+		{"PUT", "http://localhost:7070/lake/k", "lake/wh/a.parquet,private/secret", ""},
+		{"PUT", "http://localhost:7070/lake/k", "/lake/wh/%7e%2Fa?versionId=a%2Fb", ""},
 		{"POST", "http://localhost:7070/lake?delete", "", "<Delete><Object><Key>a</Key></Object></Delete>"},
 		{"GET", "http://localhost:7070/lake?list-type=2&prefix=wh%2F", "", ""},
 		{"GET", "https://lake.s3.us-east-1.amazonaws.com/k", "", ""},
@@ -66,6 +69,21 @@ func FuzzClassify(f *testing.F) {
 				if tg.Key != "" && (seg == "" || seg == "." || seg == "..") {
 					t.Fatalf("unsafe key accepted: %q", tg.Key)
 				}
+			}
+		}
+		// An accepted copy source has exactly one spelling: the canonical
+		// encoding of what was decided, nothing SigV4 or HTTP would trim,
+		// collapse or split.
+		for _, tg := range r.Targets {
+			if tg.Role != "copy-source" {
+				continue
+			}
+			canon := tg.Bucket + "/" + string(appendAWSEscapedPath(nil, tg.Key))
+			if tg.VersionID != "" {
+				canon += "?versionId=" + string(appendAWSEscapedPath(nil, tg.VersionID))
+			}
+			if strings.TrimPrefix(copySrc, "/") != canon || strings.ContainsAny(copySrc, " \t,") {
+				t.Fatalf("copy source %q accepted as %q", copySrc, canon)
 			}
 		}
 		// A custom endpoint decides a bucket from the host only under the

@@ -1,6 +1,10 @@
 package s3req
 
-import "github.com/countersign/countersign/remotesign"
+import (
+	"strings"
+
+	"github.com/countersign/countersign/remotesign"
+)
 
 // Headers whose value the classifier reads for meaning must have one
 // spelling, the way the path has. What the signature covers is not the
@@ -14,6 +18,24 @@ import "github.com/countersign/countersign/remotesign"
 // carry (payload hashes, base64 checksums, decimal lengths, URL-encoded
 // copy sources, byte ranges) is printable ASCII without space, tab or
 // comma, so anything else is refused rather than interpreted.
+
+// meaningHeader reports whether the classifier reads the header's value.
+func meaningHeader(name string) bool {
+	const checksum = "x-amz-checksum-"
+	if len(name) > len(checksum) && strings.EqualFold(name[:len(checksum)], checksum) {
+		return true
+	}
+	for _, m := range meaningHeaders {
+		if len(m) == len(name) && strings.EqualFold(m, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// meaningHeaders are the headers besides x-amz-checksum-* whose values
+// the classifier reads.
+var meaningHeaders = [...]string{"content-md5", "content-length", "x-amz-copy-source", "x-amz-content-sha256", "x-amz-copy-source-range"}
 
 // meaningValue returns the single value of a meaning header, or an error
 // naming what is wrong with it. The header must be present.
