@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -125,7 +126,7 @@ func fillDisk(mnt string) string {
 // disk answers 503, SIGTERM while it is still full. The stop must say it
 // failed (exit 1: the log could not be sealed), and `audit verify` must
 // accept the log, naming what it finds as a crash or disk-full artefact,
-// not tampering.
+// not tampering. Meanwhile, the log of refusals stays bounded.
 func TestAuditDiskFullCleanStop(t *testing.T) {
 	mnt := mountTmpfs(t)
 	srv := startS3(t)
@@ -149,6 +150,48 @@ func TestAuditDiskFullCleanStop(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the audit log never noticed the full disk\n%s", cs.log.String())
 		}
+	}
+
+	// The episode goes on: every request is refused, but the log grows by
+	// a bounded number of lines a second (issue 20 #3), not one per
+	// request. The bound follows from serve's rate limit: per distinct
+	// warning or error message, at most logBurst (3) lines a second plus
+	// one line counting what was suppressed.
+	const logBurst, episode = 3, 2 * time.Second
+	mark := len(cs.log.String())
+	start := time.Now()
+	refused := 0
+	for time.Since(start) < episode {
+		if st, _, _, _ := cs.sign(t, "", sr); st == http.StatusServiceUnavailable {
+			refused++
+		}
+	}
+	secs := time.Since(start).Seconds()
+	logged := cs.log.String()[mark:]
+	perMsg := map[string]int{}
+	longest := 0
+	for _, l := range strings.Split(strings.TrimSpace(logged), "\n") {
+		var rec struct{ Level, Msg string }
+		if json.Unmarshal([]byte(l), &rec) != nil || (rec.Level != "WARN" && rec.Level != "ERROR") {
+			continue
+		}
+		perMsg[rec.Level+" "+rec.Msg]++
+		longest = max(longest, len(l)+1)
+	}
+	windows := int(secs) + 2 // partial windows at both ends
+	for msg, n := range perMsg {
+		if n > windows*(logBurst+1) {
+			t.Errorf("%d lines of %q in %.1f s (%d refused requests), want at most %d", n, msg, secs, refused, windows*(logBurst+1))
+		}
+	}
+	bound := len(perMsg) * windows * (logBurst + 1) * longest
+	t.Logf("disk-full episode: %d requests refused in %.1f s, %d log bytes (%.0f B/s), bound %d; lines per message %v",
+		refused, secs, len(logged), float64(len(logged))/secs, bound, perMsg)
+	if refused < 100 {
+		t.Fatalf("only %d requests refused during the episode: the load did not run", refused)
+	}
+	if len(logged) > bound {
+		t.Errorf("%d log bytes during the episode, want at most %d", len(logged), bound)
 	}
 
 	// SIGTERM while still full.

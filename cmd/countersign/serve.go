@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/audit/upload"
 	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/deploy/policies"
+	"github.com/countersign/countersign/internal/lograte"
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/remotesign"
@@ -25,6 +26,10 @@ import (
 	"github.com/countersign/countersign/server"
 	"github.com/countersign/countersign/signer"
 )
+
+// logBurst is how many lines of one warning or error message serve logs
+// per second; three, so the canned mode's triple warning shows whole.
+const logBurst = 3
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -35,7 +40,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// Warnings and errors repeat per request while a dependency is down
+	// (a full audit disk refuses every request): at most logBurst lines a
+	// second of each message, the rest counted (lograte).
+	logs := lograte.New(slog.NewJSONHandler(stderr, nil), lograte.Options{Interval: time.Second, Burst: logBurst})
+	defer logs.Flush(context.Background()) // runs last: the counts of the shutdown too
+	log := slog.New(logs)
 
 	var cfg Config
 	if *dev {
