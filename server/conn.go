@@ -283,6 +283,13 @@ func (l *listener) busy(c *conn) {
 	l.mu.Unlock()
 }
 
+// openConns is the number of admitted connections not closed yet.
+func (l *listener) openConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
 func (l *listener) release(c *conn) {
 	l.mu.Lock()
 	l.removeIdle(c)

@@ -104,7 +104,13 @@ type Server struct {
 	inflight chan struct{}
 	stop     chan struct{} // closed by Shutdown: ends the summary sweep
 	stopOnce sync.Once
+	ln       atomic.Pointer[listener] // set by Serve
 }
+
+// shutdownDrain is how long Shutdown lets open keep-alive connections
+// bring the requests their clients have sent, each answered with
+// "Connection: close", before it closes the ones still idle.
+const shutdownDrain = time.Second
 
 // New builds a Server around a sign handler.
 func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
@@ -146,7 +152,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	if m := s.handler.opts.Metrics; m != nil {
 		onShed = func(reason string) { m.ConnectionsShed.WithLabelValues(reason).Inc() }
 	}
-	ln = newListener(ln, &s.cfg, onShed)
+	l := newListener(ln, &s.cfg, onShed)
+	s.ln.Store(l)
+	ln = l
 	go s.sweepRefusals()
 	if s.cfg.TLS != nil {
 		ln = tls.NewListener(ln, s.cfg.TLS)
@@ -154,10 +162,25 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.fast.Serve(ln)
 }
 
-// Shutdown stops accepting, waits for in-flight requests, then returns.
+// Shutdown stops accepting, finishes every request that has arrived,
+// then returns. Closing an idle keep-alive connection at once would reset
+// a request its client has just sent on it (unread bytes make the kernel
+// send a reset): so the listener is closed first, every answer from then
+// on says "Connection: close" (the client opens no new request on that
+// connection), and connections get shutdownDrain to close that way before
+// fasthttp closes those still idle and waits for the active ones.
 func (s *Server) Shutdown() error {
 	s.closing.Store(true)
+	if l := s.ln.Load(); l != nil {
+		l.Listener.Close()
+		for deadline := time.Now().Add(shutdownDrain); l.openConns() > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	err := s.fast.Shutdown()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil // the listener, closed above
+	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.handler.recordSuppressed(true)
 	return err
@@ -182,6 +205,9 @@ func (s *Server) sweepRefusals() {
 func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
 
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	if s.closing.Load() {
+		ctx.SetConnectionClose()
+	}
 	path := string(ctx.URI().PathOriginal())
 	switch path {
 	case "/healthz":
