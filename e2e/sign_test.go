@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -225,8 +226,14 @@ func tamperings(res *signResult) []tampered {
 		out = append(out, tampered{"query", path + "?x-id=GetObject", res.Headers})
 	}
 	h = cloneHeaders(res.Headers)
-	d := h["X-Amz-Date"][0]
-	h["X-Amz-Date"] = []string{flip(d, len(d)-2)}
+	// One second later: still a well-formed date, so the server can only
+	// refuse it for the signature (flipping a digit could make it
+	// malformed, which SeaweedFS answers with 400 MalformedDate).
+	d, err := time.Parse("20060102T150405Z", h["X-Amz-Date"][0])
+	if err != nil {
+		panic("countersign returned X-Amz-Date " + h["X-Amz-Date"][0])
+	}
+	h["X-Amz-Date"] = []string{d.Add(time.Second).Format("20060102T150405Z")}
 	out = append(out, tampered{"signed header x-amz-date", res.URI, h})
 	if ct, ok := res.Headers["Content-Type"]; ok {
 		h = cloneHeaders(res.Headers)
