@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Partial evaluation inlines a rule that depends on the per-object fields
@@ -30,15 +31,9 @@ import (
 
 // keptRules are the rules partial evaluation must not inline: those that may
 // conflict and that depend on the per-object fields (the others are
-// evaluated at partial evaluation, where OPA itself reports a conflict).
-//
-// Open (FuzzGeneratedPolicies found it): partial evaluation does not report
-// the conflicts of what it evaluates itself, taking every value as a
-// branch, so a conflict-capable function that does not depend on the
-// per-object fields can hide OPA's conflict error. Keeping those too
-// made 10% of the combined example's objects fall back (its location
-// library); complete rules of that kind are checked per scope
-// (scopeChecked).
+// evaluated at partial evaluation, where OPA itself does not report their
+// conflicts: complete rules are checked per scope, scopeChecked, and
+// functions by a tracer, tracedFunctions).
 func keptRules(c *ast.Compiler) []string {
 	dep := unknownDependent(c)
 	var out []string
@@ -68,6 +63,82 @@ func scopeChecked(c *ast.Compiler) []string {
 func isFunction(c *ast.Compiler, p string) bool {
 	rules := c.GetRulesExact(ast.MustParseRef(p))
 	return len(rules) > 0 && len(rules[0].Head.Args) > 0
+}
+
+// tracedFunctions are the conflict-capable functions that do not depend
+// on the per-object fields, each definition (else branches included)
+// mapped to its function's path. Partial evaluation evaluates their calls
+// itself and takes each of a call's values as a branch, where the full
+// evaluation fails with a conflict; keeping them in the residual instead
+// would cost the examples' location helpers (exclusive only semantically)
+// fallbacks. So a scope's partial evaluation is traced
+// (functionConflictTracer), and a call that gave two values fails the
+// scope, whose objects OPA then decides.
+func tracedFunctions(c *ast.Compiler) map[*ast.Rule]string {
+	dep := unknownDependent(c)
+	out := map[*ast.Rule]string{}
+	for _, p := range conflictCapable(c) {
+		if dep[p] || !isFunction(c, p) {
+			continue
+		}
+		for _, r := range c.GetRulesExact(ast.MustParseRef(p)) {
+			for e := r; e != nil; e = e.Else {
+				out[e] = p
+			}
+		}
+	}
+	return out
+}
+
+// functionConflictTracer watches the values of tracedFunctions during one
+// partial evaluation: every definition's exit with ground arguments and a
+// ground value is one value of that call. Two different values for the
+// same arguments are the conflict topdown reports in a full evaluation.
+// Used by one evaluation at a time.
+type functionConflictTracer struct {
+	rules    map[*ast.Rule]string
+	values   map[string]*ast.ValueMap // function path: arguments -> value
+	conflict string                   // the first conflict seen
+}
+
+func newFunctionConflictTracer(rules map[*ast.Rule]string) *functionConflictTracer {
+	return &functionConflictTracer{rules: rules, values: map[string]*ast.ValueMap{}}
+}
+
+func (t *functionConflictTracer) Enabled() bool { return true }
+
+func (t *functionConflictTracer) Config() topdown.TraceConfig { return topdown.TraceConfig{} }
+
+func (t *functionConflictTracer) TraceEvent(ev topdown.Event) {
+	if ev.Op != topdown.ExitOp || t.conflict != "" {
+		return
+	}
+	r, ok := ev.Node.(*ast.Rule)
+	if !ok {
+		return
+	}
+	path, ok := t.rules[r]
+	if !ok || r.Head.Value == nil {
+		return
+	}
+	args := ev.Plug(ast.ArrayTerm(r.Head.Args...))
+	val := ev.Plug(r.Head.Value)
+	if !args.IsGround() || !val.IsGround() {
+		return
+	}
+	m := t.values[path]
+	if m == nil {
+		m = ast.NewValueMap()
+		t.values[path] = m
+	}
+	prev := m.Get(args.Value)
+	if prev == nil {
+		m.Put(args.Value, val.Value)
+		return
+	}
+	if prev.Compare(val.Value) != 0 {
+		t.conflict = fmt.Sprintf("function %s%v has two values, %v and %v (topdown reports a conflict)", path, args, prev, val)
+	}
 }
 
 // notTarget: p is a function, or a rule outside the decision package.

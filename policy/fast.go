@@ -79,6 +79,9 @@ type fastPath struct {
 	strictNeg bool
 	// checks evaluate scopeChecked's rules per scope: their conflicts
 	checks []rego.PreparedEvalQuery
+	// traced are tracedFunctions' definitions: a functionConflictTracer
+	// watches them in every scope's partial evaluation.
+	traced map[*ast.Rule]string
 
 	seed     maphash.Seed
 	l1       [l1Size]atomic.Pointer[scope]
@@ -470,6 +473,7 @@ func (f *fastPath) prepare() {
 			}
 			f.checks = append(f.checks, q)
 		}
+		f.traced = tracedFunctions(c)
 		opts = append(opts, rego.DisableInlining(f.kept))
 	}
 	f.pq, f.prepErr = rego.New(opts...).PrepareForPartial(context.Background())
@@ -499,9 +503,18 @@ func (f *fastPath) partial(known *knownInput) (*rego.PartialQueries, error) {
 			return nil, fmt.Errorf("%w: %v", errUnsupported, err)
 		}
 	}
-	pqs, err := f.pq.Partial(ctx, rego.EvalParsedInput(known.root))
+	evalOpts := []rego.EvalOption{rego.EvalParsedInput(known.root)}
+	var tracer *functionConflictTracer
+	if len(f.traced) > 0 {
+		tracer = newFunctionConflictTracer(f.traced)
+		evalOpts = append(evalOpts, rego.EvalQueryTracer(tracer))
+	}
+	pqs, err := f.pq.Partial(ctx, evalOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("partial evaluation: %w", err)
+	}
+	if tracer != nil && tracer.conflict != "" {
+		return nil, fmt.Errorf("%w: %s", errUnsupported, tracer.conflict)
 	}
 	if len(pqs.Queries) == 0 {
 		return nil, fmt.Errorf("%w: the decision query is undefined", errUnsupported)

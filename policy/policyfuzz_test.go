@@ -3,19 +3,16 @@ package policy
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
@@ -33,12 +30,6 @@ type genCounts struct {
 	decisions, residual  int // compared; of those, decided by a residual
 	fallbacks, noResidue int // objects and scopes the fast path gave up on
 	noFast               int // policies without a fast path
-	// openConflict counts decisions of the one open class (see
-	// openFunctionConflict): OPA erred with a function's conflict and the
-	// fast path decided. Counted and reported, not failed, so that CI does
-	// not fail on a known finding by chance; TestOpenFunctionConflictClass
-	// fails once the class is fixed.
-	openConflict int
 }
 
 func (c *genCounts) add(o genCounts) {
@@ -49,12 +40,11 @@ func (c *genCounts) add(o genCounts) {
 	c.fallbacks += o.fallbacks
 	c.noResidue += o.noResidue
 	c.noFast += o.noFast
-	c.openConflict += o.openConflict
 }
 
 func (c genCounts) String() string {
-	return fmt.Sprintf("%d policies (%d more did not compile, %d without a fast path), %d decisions compared, %d of them by a residual, %d object fallbacks, %d unsupported scopes, %d of the open function-conflict class",
-		c.policies, c.skipped, c.noFast, c.decisions, c.residual, c.fallbacks, c.noResidue, c.openConflict)
+	return fmt.Sprintf("%d policies (%d more did not compile, %d without a fast path), %d decisions compared, %d of them by a residual, %d object fallbacks, %d unsupported scopes",
+		c.policies, c.skipped, c.noFast, c.decisions, c.residual, c.fallbacks, c.noResidue)
 }
 
 var genData = sync.OnceValue(func() map[string]any {
@@ -125,10 +115,6 @@ func runGenerated(data []byte, inputs int, errorf func(format string, args ...an
 		if e.fast != nil && e.fast.stats.hits.Load() > hits {
 			c.residual++
 		}
-		if openFunctionConflict(werr, gerr) {
-			c.openConflict++
-			continue
-		}
 		if (werr != nil) != (gerr != nil) || got != want {
 			errorf("fast path differs from OPA\npolicy:\n%s\ninput: %s\nfast: %+v err %v\nopa:  %+v err %v", src, describeInput(in), got, gerr, want, werr)
 			return c
@@ -140,17 +126,6 @@ func runGenerated(data []byte, inputs int, errorf func(format string, args ...an
 		c.noResidue = int(st.failed.Load())
 	}
 	return c
-}
-
-// openFunctionConflict is the one known, open difference (SECURITY.md,
-// defect 5, "Open"): partial evaluation evaluates a function that does not
-// depend on the object itself and takes each of its conflicting values as
-// a branch, where the full evaluation fails with eval_conflict_error. The
-// fast path then decides (and may allow) what OPA refuses.
-func openFunctionConflict(opaErr, fastErr error) bool {
-	var te *topdown.Error
-	return fastErr == nil && errors.As(opaErr, &te) && te.Code == topdown.ConflictErr &&
-		strings.HasPrefix(te.Message, "function ")
 }
 
 // genStats, when COUNTERSIGN_FUZZ_STATS names a file, receives one line of
@@ -259,19 +234,21 @@ func TestGeneratedPoliciesDifferential(t *testing.T) {
 	}
 }
 
-// TestOpenFunctionConflictClass holds the open class to its reproducers,
-// found by FuzzGeneratedPolicies: while the fast path loses a function's
-// conflict, each still differs from OPA (the first allows what OPA
-// refuses). When the class is fixed this test fails: then delete it and
-// openFunctionConflict, so that the fuzzer fails on the class again.
-func TestOpenFunctionConflictClass(t *testing.T) {
+// TestFunctionConflictReproducers: the policies in which
+// FuzzGeneratedPolicies found partial evaluation losing a function's
+// conflict (a function that does not depend on the object, whose two
+// definitions gave two values for the same arguments: an error in OPA, so
+// a denial; the first was allowed on the fast path). Every decision must be
+// OPA's, and the conflicting scopes must have been given up
+// (functionConflictTracer), not decided.
+func TestFunctionConflictReproducers(t *testing.T) {
 	for _, data := range [][]byte{
 		[]byte("\x11)\xc8\xd1vk\xc5\xd1\b"),
 		[]byte("ilt|\x9f`'\x1a\x1a\x1a\x1a\x1a\x1a\x17"),
 	} {
 		c := runGenerated(data, 12, t.Errorf)
-		if c.openConflict == 0 {
-			t.Errorf("reproducer %q no longer shows the open function-conflict class: fixed? remove the class's tolerance (openFunctionConflict) and this test", data)
+		if c.noResidue == 0 {
+			t.Errorf("reproducer %q: no scope was given up for its function conflict (%v)", data, c)
 		}
 	}
 }
