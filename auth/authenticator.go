@@ -16,7 +16,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/valyala/fastjson"
 
-	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/internal/policyinput"
 )
 
 // Options are the Authenticator's dependencies, for tests and wiring.
@@ -254,7 +254,7 @@ func (a *Authenticator) verify(ctx context.Context, tok []byte, sum [32]byte, ks
 			return nil, 0, err
 		}
 		return &Identity{
-			Principal: policy.Principal{
+			Principal: policyinput.Principal{
 				ID:     ch.principal,
 				Issuer: ch.issuer,
 				Groups: ch.groups,

@@ -3,7 +3,7 @@ package auth
 import (
 	"time"
 
-	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/internal/policyinput"
 )
 
 // Method says how a caller authenticated.
@@ -18,7 +18,7 @@ const (
 // Identity is what Authenticate returns: the policy's principal plus what
 // the audit record needs about the credential.
 //
-// Authenticate returns *Identity rather than *policy.Principal because the
+// Authenticate returns *Identity rather than *policyinput.Principal because the
 // audit layer needs the token id and fingerprint, and because the verified
 // cache can then hand out one immutable value per token without copying.
 // Identities are shared between concurrent requests: treat every field,
@@ -28,7 +28,7 @@ type Identity struct {
 	// claim, Issuer (iss), Groups (never nil), Claims (every claim of the
 	// token as decoded from JSON: map[string]any, []any, string,
 	// json.Number, bool, nil).
-	Principal policy.Principal
+	Principal policyinput.Principal
 	// Method is how the caller authenticated.
 	Method Method
 	// TokenID is the token's jti ("" when absent or for mTLS).

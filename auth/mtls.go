@@ -5,7 +5,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/internal/policyinput"
 )
 
 // x509SubjectClaim carries the client certificate's subject when a bearer
@@ -67,7 +67,7 @@ func certIdentity(mode string, leaf *x509.Certificate, now time.Time) (*Identity
 		dns[i] = d
 	}
 	return &Identity{
-		Principal: policy.Principal{
+		Principal: policyinput.Principal{
 			ID:     id,
 			Issuer: leaf.Issuer.String(),
 			Groups: []string{},

@@ -1,69 +1,27 @@
 package policy
 
-// InputVersion is the version of the input document. It changes only when a
-// field is removed or changes meaning; adding fields keeps it.
-const InputVersion = 1
+import "github.com/countersign/countersign/internal/policyinput"
 
-// Input is the document a policy sees as `input` (version 1). It is a public
-// API: policies are written against it, and the README documents it.
-type Input struct {
-	Version    int        `json:"version"`
-	Principal  *Principal `json:"principal"`
-	Operation  string     `json:"operation"`
-	Action     string     `json:"action"`
-	Access     string     `json:"access"`
-	Resource   Resource   `json:"resource"`
-	CopySource *Resource  `json:"copy_source"`
-	Table      *Table     `json:"table"`
-	Request    Request    `json:"request"`
-	Source     Source     `json:"source"`
-}
+// The input document and the decision are defined in internal/policyinput,
+// which imports no OPA package, so that auth and server need not link the
+// engine to build or read them. These aliases keep policy's API whole.
 
-// Principal is the authenticated caller. It is nil until authentication is
-// configured (policies then see null and must deny).
-type Principal struct {
-	ID     string         `json:"id"`
-	Issuer string         `json:"issuer"`
-	Groups []string       `json:"groups"`
-	Claims map[string]any `json:"claims"`
-}
+// InputVersion is the version of the input document (policyinput.InputVersion).
+const InputVersion = policyinput.InputVersion
 
-// Resource is the object (or, for lists, the prefix) being accessed.
-type Resource struct {
-	Bucket string  `json:"bucket"`
-	Key    string  `json:"key"`
-	Prefix *string `json:"prefix"`
-	ARN    string  `json:"arn"`
-	// VersionID is the object version the request names (?versionId=, a
-	// DeleteObjects <VersionId>, a copy source's ?versionId=), "" when it
-	// names none. Added in version 1.
-	VersionID string `json:"version_id"`
-}
-
-// Table is the Iceberg table named by the per-table sign route.
-type Table struct {
-	Prefix    string   `json:"prefix"`
-	Namespace []string `json:"namespace"`
-	Name      string   `json:"name"`
-}
-
-// Request describes the S3 request being signed.
-type Request struct {
-	Method  string            `json:"method"`
-	Region  string            `json:"region"`
-	Host    string            `json:"host"`
-	Headers map[string]string `json:"headers"`
-}
-
-// Source is where the sign request came from.
-type Source struct {
-	IP string `json:"ip"`
-}
-
-// Decision is the policy's answer for one input.
-type Decision struct {
-	Allow  bool
-	Reason string
-	// Revision identifies the policy that decided, for the audit record.
-	Revision string
-}
+type (
+	// Input is the document a policy sees as `input` (policyinput.Input).
+	Input = policyinput.Input
+	// Principal is the authenticated caller (policyinput.Principal).
+	Principal = policyinput.Principal
+	// Resource is the object or prefix accessed (policyinput.Resource).
+	Resource = policyinput.Resource
+	// Table is the Iceberg table of the per-table route (policyinput.Table).
+	Table = policyinput.Table
+	// Request is the S3 request being signed (policyinput.Request).
+	Request = policyinput.Request
+	// Source is where the sign request came from (policyinput.Source).
+	Source = policyinput.Source
+	// Decision is the policy's answer for one input (policyinput.Decision).
+	Decision = policyinput.Decision
+)

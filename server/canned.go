@@ -7,7 +7,7 @@ import (
 
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
-	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
@@ -54,7 +54,7 @@ func CannedReadiness() ReadinessCheck {
 }
 
 var cannedIdentity = &auth.Identity{
-	Principal: policy.Principal{ID: "bench-canned", Issuer: "countersign-bench-canned", Groups: []string{}, Claims: map[string]any{}},
+	Principal: policyinput.Principal{ID: "bench-canned", Issuer: "countersign-bench-canned", Groups: []string{}, Claims: map[string]any{}},
 	Method:    auth.MethodBearer,
 }
 
@@ -66,8 +66,8 @@ func (cannedAuthenticator) Authenticate(context.Context, []byte, []*x509.Certifi
 
 type cannedAuthorizer struct{}
 
-func (cannedAuthorizer) Authorize(context.Context, *policy.Input) (policy.Decision, error) {
-	return policy.Decision{Allow: true, Revision: "bench-canned"}, nil
+func (cannedAuthorizer) Authorize(context.Context, *policyinput.Input) (policyinput.Decision, error) {
+	return policyinput.Decision{Allow: true, Revision: "bench-canned"}, nil
 }
 
 type cannedAudit struct{}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/countersign/countersign/metrics"
-	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
@@ -43,7 +43,7 @@ type Authenticator interface {
 // allowed every target. An error means no decision could be made; the
 // request is then refused (fail closed), never signed.
 type Authorizer interface {
-	Authorize(ctx context.Context, in *policy.Input) (policy.Decision, error)
+	Authorize(ctx context.Context, in *policyinput.Input) (policyinput.Decision, error)
 }
 
 // Signer signs a classified request with countersign's credentials
@@ -205,7 +205,7 @@ type call struct {
 
 // decision is the policy's answer for one target of the request.
 type decision struct {
-	policy.Decision
+	policyinput.Decision
 	err     error
 	elapsed time.Duration
 }
@@ -398,10 +398,10 @@ func (h *Handler) recordSuppressed(all bool) {
 // object, never the policy's internals.
 func (h *Handler) authorize(ctx context.Context, c *call) {
 	req := c.req
-	var copySource *policy.Resource
+	var copySource *policyinput.Resource
 	for i := range req.Targets {
 		if t := &req.Targets[i]; t.Role == "copy-source" {
-			copySource = &policy.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN(), VersionID: t.VersionID}
+			copySource = &policyinput.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN(), VersionID: t.VersionID}
 		}
 	}
 	headers := lowerHeaders(req.Headers)
@@ -529,15 +529,15 @@ func readOnly(r *s3req.Request) bool {
 	return len(r.Targets) > 0
 }
 
-func buildInput(rt route, req *s3req.Request, t *s3req.Target, headers map[string]string) *policy.Input {
-	in := &policy.Input{
-		Version:   policy.InputVersion,
+func buildInput(rt route, req *s3req.Request, t *s3req.Target, headers map[string]string) *policyinput.Input {
+	in := &policyinput.Input{
+		Version:   policyinput.InputVersion,
 		Operation: t.Operation,
 		Action:    t.Action,
 		Access:    string(t.Access),
-		Resource:  policy.Resource{Bucket: t.Bucket, Key: t.Key, Prefix: t.Prefix, ARN: t.ARN(), VersionID: t.VersionID},
+		Resource:  policyinput.Resource{Bucket: t.Bucket, Key: t.Key, Prefix: t.Prefix, ARN: t.ARN(), VersionID: t.VersionID},
 		Table:     rt.table,
-		Request: policy.Request{
+		Request: policyinput.Request{
 			Method:  req.Method,
 			Region:  req.Region,
 			Host:    req.Host,

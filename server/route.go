@@ -4,14 +4,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/internal/policyinput"
 )
 
 // route is what the URL path of a sign request says: which protocol
 // variant, and for the per-table route, which table.
 type route struct {
-	name  string        // metric/log label: "legacy" or "table"
-	table *policy.Table // nil on the legacy route
+	name  string             // metric/log label: "legacy" or "table"
+	table *policyinput.Table // nil on the legacy route
 }
 
 const namespaceSeparator = "\x1f" // Iceberg joins multi-level namespaces with %1F
@@ -57,7 +57,7 @@ func matchV1(p string) (route, bool) {
 	if segs[0] != "namespaces" || segs[2] != "tables" || segs[4] != "sign" {
 		return route{}, false
 	}
-	t := &policy.Table{}
+	t := &policyinput.Table{}
 	var ok1, ok2, ok3 bool
 	if prefix != "" {
 		t.Prefix, ok1 = unescapeSegment(prefix)
