@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// benchRecord is a ~700-byte record (the size DESIGN §9 measures group
-// commit with): a denied DeleteObjects key with the policy's reason, varied
+// benchRecord is a ~700-byte record, the size of an access record without
+// a signing block: a denied DeleteObjects key with the policy's reason, varied
 // by i. An allowed, signed GetObject record carries the signing block too
 // and is ~1 KB (signedRecord).
 func benchRecord(i int) *Record {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The targets of DESIGN §9, at 64 connections on the 2-core machine.
+// The targets (docs/design.md, Targets), at 64 connections on the 2-core machine.
 const (
 	TargetRatio       = 0.60                  // full/floor throughput, same run
 	TargetP99         = 10 * time.Millisecond // full path p99
@@ -317,7 +317,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  median:  throughput ratio %.2f (full %.0f req/s, floor %.0f req/s), p99 ratio %.2fx\n\n",
 			c.MedianThroughputRatio, c.FullMedianRPS, c.FloorMedianRPS, c.MedianP99Ratio)
 	}
-	fmt.Fprintln(w, "targets (DESIGN §9):")
+	fmt.Fprintln(w, "targets (docs/design.md, Targets):")
 	for _, t := range r.Targets {
 		line := fmt.Sprintf("  %-4s  %-44s %s", strings.ToUpper(t.Result), t.Name, t.Value)
 		if t.Note != "" {

@@ -61,7 +61,7 @@ func TestPlanCounts(t *testing.T) {
 		t.Errorf("Objects = %d, want %d", p.Objects(), wantObj)
 	}
 
-	// The default: the 20,000-file scan of DESIGN §9, 40,000 signatures.
+	// The default: the 20,000-file scan of the targets (docs/design.md, Targets), 40,000 signatures.
 	d := mustPlan(t, DefaultWorkload())
 	if d.Len() != 40000 || d.Objects() != 40000 || d.Count(KindFooter) != 20000 || d.Count(KindRead) != 20000 {
 		t.Errorf("default plan: %d requests, %d objects", d.Len(), d.Objects())

@@ -63,7 +63,8 @@ func BenchmarkAppendResult(b *testing.B) {
 }
 
 func TestBenchmarkSizes(t *testing.T) {
-	// Keep the benchmarks comparable with DESIGN.md's measurements.
+	// Keep the inputs the sizes a scan sends: Java's GET sign request and a
+	// signed answer of about 1 KB.
 	if n := len(readFixture(t, "java_get.json")); n < 500 || n > 600 {
 		t.Errorf("java_get.json is %d bytes, want about 540", n)
 	}

@@ -40,7 +40,8 @@ func req(method, uri string, h remotesign.Headers) *remotesign.Request {
 	return &remotesign.Request{Method: method, URI: uri, Region: "us-east-1", Headers: h, Provider: "s3"}
 }
 
-// TestOperationTable covers every row of the DESIGN §3 operation table, in
+// TestOperationTable covers every row of the operation table (docs/design.md,
+// S3 operations), in
 // path-style and virtual-hosted addressing.
 func TestOperationTable(t *testing.T) {
 	c := testClassifier(t)

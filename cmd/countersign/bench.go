@@ -34,7 +34,7 @@ With -floor-url (a countersign started with serve
 -` + cannedFlagName + `)
 the same workload runs alternately against the floor and the full path,
 -rounds times, and the report gives the full/floor ratios and checks the
-targets of DESIGN §9.
+targets (docs/design.md, Targets).
 
 Flags:
 `
@@ -304,7 +304,7 @@ func firstSample(r *bench.RunReport) string {
 }
 
 // runGenGrants is "countersign bench gen-grants": the realistic benchmark
-// setup of DESIGN §9 — an example policy with a generated N-grant data
+// setup of docs/design.md, Targets — an example policy with a generated N-grant data
 // document, audit keys, and two configs for serve -dev (the full path and,
 // on another port, the canned-response floor).
 func runGenGrants(args []string, stdout, stderr io.Writer) int {

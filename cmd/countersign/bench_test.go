@@ -198,7 +198,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if full := r.Runs[1]; full.Objects <= full.OK {
 		t.Errorf("full: %d objects in %d requests", full.Objects, full.OK)
 	}
-	for _, s := range []string{"full/floor, round by round", "server side", "targets (DESIGN §9)"} {
+	for _, s := range []string{"full/floor, round by round", "server side", "targets (docs/design.md, Targets)"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("report lacks %q", s)
 		}
