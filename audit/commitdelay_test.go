@@ -19,11 +19,11 @@ func TestCommitDelayGroupsABusyBatch(t *testing.T) {
 	var mu sync.Mutex
 	var batches []int
 	opts := k.options()
-	opts.OnBatch = func(b BatchInfo) {
+	opts.Reporter = batchFunc(func(records int) {
 		mu.Lock()
-		batches = append(batches, b.Records)
+		batches = append(batches, records)
 		mu.Unlock()
-	}
+	})
 	l := openLog(t, cfg, opts)
 	defer l.Close()
 	ctx := context.Background()
@@ -41,7 +41,7 @@ func TestCommitDelayGroupsABusyBatch(t *testing.T) {
 	if err := l.Append(ctx, accessRecord(1), accessRecord(2), accessRecord(3), accessRecord(4)); err != nil {
 		t.Fatal(err)
 	}
-	// OnBatch runs after the batch's Appends are released: wait for it.
+	// The Reporter is called after the batch's Appends are released: wait for it.
 	var before int
 	waitFor(t, func() bool {
 		mu.Lock()

@@ -92,20 +92,11 @@ type Options struct {
 	// RetryInterval is how often an unhealthy log tries to recover into a
 	// new segment (default 1s).
 	RetryInterval time.Duration
-	// OnBatch is called by the writer after each batch is durable, for
-	// metrics (batch size, bytes, fdatasync latency). It must not block.
-	OnBatch func(BatchInfo)
+	// Reporter receives the log's measurements (nil: none are reported).
+	Reporter Reporter
 	// OnSeal is called by the writer after a segment is sealed (its final
 	// checkpoint is durable), e.g. to start its upload. It must not block.
 	OnSeal func(SegmentInfo)
-}
-
-// BatchInfo describes one durable batch.
-type BatchInfo struct {
-	Records  int
-	Bytes    int
-	Sync     time.Duration // the fdatasync call alone
-	Duration time.Duration // write and sync
 }
 
 func (c Config) withDefaults() Config {

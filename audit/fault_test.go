@@ -153,7 +153,7 @@ func TestFaultInjectedRecoversIntoNewSegment(t *testing.T) {
 			opts.OpenFile = fz.open
 			opts.RetryInterval = 20 * time.Millisecond
 			var batches atomic.Int64
-			opts.OnBatch = func(BatchInfo) { batches.Add(1) }
+			opts.Reporter = batchFunc(func(int) { batches.Add(1) })
 			l := openLog(t, cfg, opts)
 			ld := startLoad(t, l, 16)
 			waitFor(t, func() bool { return batches.Load() > 20 })

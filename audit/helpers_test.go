@@ -136,3 +136,8 @@ func events(recs []*Record) string {
 	}
 	return strings.Join(b, ",")
 }
+
+// batchFunc is a Reporter that hands each batch's record count to a test.
+type batchFunc func(records int)
+
+func (f batchFunc) AuditBatch(records int, _ time.Duration) { f(records) }

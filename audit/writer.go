@@ -220,7 +220,6 @@ func (l *Log) commit(batch []*request) error {
 	}
 	w.buf = buf
 
-	t0 := time.Now()
 	n, err := seg.f.WriteAt(buf, seg.size)
 	if err == nil && n != len(buf) {
 		err = io.ErrShortWrite
@@ -242,7 +241,6 @@ func (l *Log) commit(batch []*request) error {
 		}
 		return err
 	}
-	total := time.Since(t0)
 	seg.size += int64(len(buf))
 	seg.records += uint64(records)
 	w.lastTime = now
@@ -257,8 +255,8 @@ func (l *Log) commit(batch []*request) error {
 			r.done <- struct{}{}
 		}
 	}
-	if l.opts.OnBatch != nil {
-		l.opts.OnBatch(BatchInfo{Records: records, Bytes: len(buf), Sync: syncDur, Duration: total})
+	if l.opts.Reporter != nil {
+		l.opts.Reporter.AuditBatch(records, syncDur)
 	}
 	return nil
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/countersign/countersign/audit"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
@@ -183,39 +181,51 @@ func (m *Metrics) PolicyReloaded(err error) {
 	m.PolicyReloads.WithLabelValues("ok").Inc()
 }
 
-// AuditBatch records one durable audit batch (audit.Options.OnBatch).
-func (m *Metrics) AuditBatch(b audit.BatchInfo) {
+// AuditBatch records one durable audit batch: its records and its
+// fdatasync time (m is the audit log's audit.Reporter).
+func (m *Metrics) AuditBatch(records int, sync time.Duration) {
 	if m == nil {
 		return
 	}
 	m.AuditBatches.Inc()
-	m.AuditRecords.Add(float64(b.Records))
-	m.AuditBatchRecords.Observe(float64(b.Records))
-	m.AuditSyncSeconds.Observe(b.Sync.Seconds())
+	m.AuditRecords.Add(float64(records))
+	m.AuditBatchRecords.Observe(float64(records))
+	m.AuditSyncSeconds.Observe(sync.Seconds())
+}
+
+// AuditState is the part of the audit log's state the gauges show. It is
+// declared here so that metrics need not import audit; cmd/countersign
+// copies it from the log's Stats.
+type AuditState struct {
+	Healthy        bool
+	QueueDepth     int
+	Failures       uint64
+	TreeSize       uint64
+	LastCheckpoint time.Time
 }
 
 // WatchAudit exposes the audit log's state, read at scrape time: queue
 // depth, write/sync failures, health, tree size and the time of the newest
 // signed checkpoint. Names follow the dashboard in deploy/grafana.
-func (m *Metrics) WatchAudit(stats func() audit.Stats) {
+func (m *Metrics) WatchAudit(stats func() AuditState) {
 	if m == nil {
 		return
 	}
-	gauge := func(name, help string, f func(audit.Stats) float64) prometheus.Collector {
+	gauge := func(name, help string, f func(AuditState) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
 	}
 	m.Registry.MustRegister(
-		gauge("countersign_audit_queue_depth", "Records waiting for the audit writer.", func(s audit.Stats) float64 { return float64(s.QueueDepth) }),
+		gauge("countersign_audit_queue_depth", "Records waiting for the audit writer.", func(s AuditState) float64 { return float64(s.QueueDepth) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "countersign_audit_failures_total", Help: "Audit write/sync failures; each stops signing until recovery."},
 			func() float64 { return float64(stats().Failures) }),
-		gauge("countersign_audit_healthy", "1 while the audit log can record (and countersign signs).", func(s audit.Stats) float64 {
+		gauge("countersign_audit_healthy", "1 while the audit log can record (and countersign signs).", func(s AuditState) float64 {
 			if s.Healthy {
 				return 1
 			}
 			return 0
 		}),
-		gauge("countersign_audit_tree_size", "Records in this node's audit log.", func(s audit.Stats) float64 { return float64(s.TreeSize) }),
-		gauge("countersign_audit_last_checkpoint_timestamp_seconds", "Unix time of the newest signed checkpoint.", func(s audit.Stats) float64 {
+		gauge("countersign_audit_tree_size", "Records in this node's audit log.", func(s AuditState) float64 { return float64(s.TreeSize) }),
+		gauge("countersign_audit_last_checkpoint_timestamp_seconds", "Unix time of the newest signed checkpoint.", func(s AuditState) float64 {
 			if s.LastCheckpoint.IsZero() {
 				return 0
 			}

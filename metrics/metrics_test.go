@@ -6,16 +6,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/countersign/countersign/audit"
 )
 
 func TestAuditMetrics(t *testing.T) {
 	m := New()
-	m.WatchAudit(func() audit.Stats {
-		return audit.Stats{Healthy: true, QueueDepth: 3, Failures: 2, TreeSize: 10, LastCheckpoint: time.Unix(1700000000, 0)}
+	m.WatchAudit(func() AuditState {
+		return AuditState{Healthy: true, QueueDepth: 3, Failures: 2, TreeSize: 10, LastCheckpoint: time.Unix(1700000000, 0)}
 	})
-	m.AuditBatch(audit.BatchInfo{Records: 4, Sync: time.Millisecond})
+	m.AuditBatch(4, time.Millisecond)
 	m.CountAuditDecision("deny")
 	m.SetPolicyRevision("a")
 	m.SetPolicyRevision("b")
@@ -49,7 +47,7 @@ countersign_policy_revision{revision="b"} 1
 
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
-	m.AuditBatch(audit.BatchInfo{})
+	m.AuditBatch(0, 0)
 	m.CountAuditDecision("allow")
 	m.SetPolicyRevision("x")
 	m.PolicyReloaded(nil)

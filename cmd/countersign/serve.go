@@ -170,7 +170,7 @@ func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log
 	// reported before it exists are found by its first pass.
 	var uploader atomic.Pointer[upload.Uploader]
 	auditLog, err := audit.Open(cfg.Audit.Config, audit.Options{
-		Logger: log, HMACKey: auditHMACKey(), OnBatch: m.AuditBatch,
+		Logger: log, HMACKey: auditHMACKey(), Reporter: m,
 		OnSeal: func(s audit.SegmentInfo) {
 			if u := uploader.Load(); u != nil {
 				u.Notify(s)
@@ -194,7 +194,10 @@ func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log
 		m.WatchAuditUpload(u.Pending, u.LastError)
 		u.Start(ctx)
 	}
-	m.WatchAudit(auditLog.Stats)
+	m.WatchAudit(func() metrics.AuditState {
+		s := auditLog.Stats()
+		return metrics.AuditState{Healthy: s.Healthy, QueueDepth: s.QueueDepth, Failures: s.Failures, TreeSize: s.TreeSize, LastCheckpoint: s.LastCheckpoint}
+	})
 	lifecycle := func(ev audit.Event, detail map[string]string) {
 		rec := &audit.Record{Kind: audit.KindLifecycle, Event: ev, Detail: detail}
 		if err := auditLog.Append(context.Background(), rec); err != nil {
