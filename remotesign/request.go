@@ -3,7 +3,6 @@ package remotesign
 import (
 	"bytes"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
@@ -145,8 +144,8 @@ func quote(s string) string { return strconv.Quote(clip(s)) }
 // Decoder decodes sign requests. It keeps its JSON parser and scratch
 // buffers between calls so that steady-state decoding allocates only the
 // returned Request; for the same reason it is not safe for concurrent use.
-// Give each goroutine its own, or take one per request with AcquireDecoder
-// and hand it back with ReleaseDecoder.
+// Give each goroutine its own, or pool them as server's Handler does (the
+// package keeps no pool of its own: no state outside a Decoder).
 type Decoder struct {
 	p fastjson.Parser
 
@@ -200,19 +199,6 @@ const (
 	fBody
 	fProvider
 )
-
-var decoderPool sync.Pool
-
-// AcquireDecoder returns an idle Decoder from a package-wide pool.
-func AcquireDecoder() *Decoder {
-	if d, _ := decoderPool.Get().(*Decoder); d != nil {
-		return d
-	}
-	return new(Decoder)
-}
-
-// ReleaseDecoder returns d to the pool. Requests it decoded stay valid.
-func ReleaseDecoder(d *Decoder) { decoderPool.Put(d) }
 
 // maxRetained caps the scratch memory a Decoder keeps between calls, so a
 // pooled Decoder does not pin the memory of the largest request it has seen.

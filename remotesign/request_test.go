@@ -413,8 +413,7 @@ func TestDecodeRequestOutlivesDecoderAndInput(t *testing.T) {
 }
 
 func TestDecoderReuseAfterError(t *testing.T) {
-	d := AcquireDecoder()
-	defer ReleaseDecoder(d)
+	d := new(Decoder)
 	if _, err := d.Decode([]byte(withMember(`"headers":{"a":["b"]},"body":"x","properties":{"k":"v"}`)), Limits{}); err == nil {
 		t.Fatal("expected duplicate headers error")
 	}
