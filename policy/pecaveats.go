@@ -12,17 +12,23 @@ import (
 // decided by full evaluations (falling back is always exact).
 //
 //   - Conflicts of kept functions and of kept rules outside the decision
-//     package. Topdown evaluates a body left to right, so a call that
-//     conflicts is an error even when a later expression of the body
-//     fails; partial evaluation saves the call, and drops the whole branch
-//     when a later expression fails on the scope's known input: the error
-//     is lost. Safe only when every later expression depends on the
-//     per-object fields in a way partial evaluation saves without
-//     deciding it (a call, a test of a term, an equality of terms that are
-//     not composite literals). Kept rules of the decision package are
-//     targets of the query: always evaluated, their conflicts surface.
-//     (Partial evaluation reports no conflict of what it evaluates itself:
-//     see keptRules.)
+//     package ("risky" rules). Topdown evaluates a body left to right, so a
+//     call that conflicts is an error even when a later expression of the
+//     body fails; partial evaluation saves the call, and drops the whole
+//     branch when a later expression fails on the scope's known input: the
+//     error is lost. The same holds one level up: a rule whose body reaches
+//     a risky call is inlined into its callers, where a later expression can
+//     drop it. So after a reference to a risky rule, or to any rule that
+//     reaches one (riskyReach), every later expression of the body must be
+//     one partial evaluation certainly saves without deciding it: of a
+//     saved shape (a call, a test of a term, an equality of terms that are
+//     not composite literals), reading a per-object field directly or a
+//     variable bound by such an expression. Dependence through a rule
+//     partial evaluation inlines is not enough (the inlined value can be
+//     known on the scope). Kept rules of the decision package are targets
+//     of the query: always evaluated, their conflicts surface. (Partial
+//     evaluation reports no conflict of what it evaluates itself: see
+//     tracedFunctions.)
 //   - Definedness under negation. `v := x[3]; not f(v)` fails when x[3] is
 //     undefined; copy propagation rewrites it to `not f(x[3])`, which
 //     succeeds then. (The compiler itself hoists a call's operands out of a
@@ -44,6 +50,7 @@ func peCaveat(c *ast.Compiler, kept []string) (why string, strictNeg bool) {
 			risky[p] = true
 		}
 	}
+	reach := riskyReach(c, risky)
 	var all []string
 	for p := range dep {
 		all = append(all, p)
@@ -58,17 +65,23 @@ func peCaveat(c *ast.Compiler, kept []string) (why string, strictNeg bool) {
 						ast.WalkVars(a, func(v ast.Var) bool { tainted.Add(v); return false })
 					}
 				}
-				w, neg := bodyCaveat(b.Body, tainted, dep, all, risky)
+				top := caveatScan{reach: reach, bindDepends: func(t *ast.Term) bool { return termDepends(t, tainted, dep, all) }}
+				w, neg := top.body(b.Body, func(e *ast.Expr) {
+					if exprDepends(e, tainted, dep, all) {
+						walkOperandVars(e, func(v ast.Var) { tainted.Add(v) })
+					}
+				})
 				strictNeg = strictNeg || neg
 				if w != "" {
 					return fmt.Sprintf("%s (%s): %s", path, b.Location, w), strictNeg
 				}
 				// Nested bodies (comprehensions, every): judged without
 				// knowing which outer variables depend, conservatively.
+				nested := caveatScan{reach: reach, nested: true}
 				ast.WalkBodies(b.Body, func(nb ast.Body) bool {
 					if w == "" && !bodySame(nb, b.Body) {
 						var neg bool
-						w, neg = nestedCaveat(nb, risky)
+						w, neg = nested.body(nb, nil)
 						strictNeg = strictNeg || neg
 					}
 					return w != ""
@@ -83,6 +96,39 @@ func peCaveat(c *ast.Compiler, kept []string) (why string, strictNeg bool) {
 }
 
 func bodySame(a, b ast.Body) bool { return len(a) > 0 && len(b) > 0 && a[0] == b[0] }
+
+// riskyReach is risky and every rule whose definitions reference one of
+// them, directly or through other rules (to a fixpoint).
+func riskyReach(c *ast.Compiler, risky map[string]bool) map[string]bool {
+	reach := make(map[string]bool, len(risky))
+	for p := range risky {
+		reach[p] = true
+	}
+	if len(risky) == 0 {
+		return reach
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, name := range sortedModuleNames(c.Modules) {
+			for _, r := range c.Modules[name].Rules {
+				path := r.Ref().GroundPrefix().String()
+				if reach[path] {
+					continue
+				}
+				for b := r; b != nil && !reach[path]; b = b.Else {
+					for _, e := range b.Body {
+						if callsRisky(e, reach) != "" {
+							reach[path] = true
+							changed = true
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+	return reach
+}
 
 // callsRisky: e calls or references one of the risky rules.
 func callsRisky(e *ast.Expr, risky map[string]bool) string {
@@ -130,18 +176,34 @@ func composite(t *ast.Term) bool {
 	return false
 }
 
-func bodyCaveat(body ast.Body, tainted ast.VarSet, dep map[string]bool, all []string, risky map[string]bool) (why string, strictNeg bool) {
+// caveatScan scans one body for the two caveats.
+type caveatScan struct {
+	reach map[string]bool // riskyReach
+	// bindDepends says whether a term bound to a variable depends on the
+	// per-object fields (strictNeg); nil for a nested body: every one may.
+	bindDepends func(*ast.Term) bool
+	// nested: no later expression counts as certainly saved (the outer
+	// body's bindings are not followed).
+	nested bool
+}
+
+// body scans the expressions in order; after, if non-nil, sees each
+// expression once it is scanned.
+func (s caveatScan) body(body ast.Body, after func(*ast.Expr)) (why string, strictNeg bool) {
 	bound := ast.NewVarSet()
+	saved := ast.NewVarSet() // variables bound by certainly saved expressions
 	refVars := map[ast.Var]bool{}
-	pending := "" // a risky call whose conflict later expressions could hide
+	pending := "" // a risky reference whose conflict later expressions could hide
 	for _, e := range body {
-		// (a kept rule's value is unknown to partial evaluation)
-		depends := exprDepends(e, tainted, dep, all) || callsRisky(e, risky) != ""
-		if pending != "" && !(depends && savedWhole(e)) {
+		certain := !s.nested && savedWhole(e) && (readsObject(e) || usesVar(e, saved))
+		if pending != "" && !certain {
 			return fmt.Sprintf("%s may conflict, and partial evaluation can drop the conflict", pending), strictNeg
 		}
-		if p := callsRisky(e, risky); p != "" {
+		if p := callsRisky(e, s.reach); p != "" {
 			pending = p
+		}
+		if certain {
+			walkOperandVars(e, func(v ast.Var) { saved.Add(v) })
 		}
 		if e.Negated {
 			var found ast.Var
@@ -160,53 +222,79 @@ func bodyCaveat(body ast.Body, tainted ast.VarSet, dep map[string]bool, all []st
 			ts := e.Terms.([]*ast.Term)
 			for i := 1; i <= 2; i++ {
 				v, ok := ts[i].Value.(ast.Var)
-				if _, isRef := ts[3-i].Value.(ast.Ref); ok && isRef && !bound.Contains(v) && termDepends(ts[3-i], tainted, dep, all) {
+				if _, isRef := ts[3-i].Value.(ast.Ref); ok && isRef && !bound.Contains(v) && (s.bindDepends == nil || s.bindDepends(ts[3-i])) {
 					refVars[v] = true
 				}
 			}
 		}
-		if depends {
-			ast.WalkVars(e, func(v ast.Var) bool { tainted.Add(v); return false })
+		if after != nil {
+			after(e)
 		}
 		ast.WalkVars(e, func(v ast.Var) bool { bound.Add(v); return false })
 	}
 	return "", strictNeg
 }
 
-// nestedCaveat: the caveats in a nested body, every reference and every
-// later expression assumed to be the risky kind.
-func nestedCaveat(body ast.Body, risky map[string]bool) (why string, strictNeg bool) {
-	bound := ast.NewVarSet()
-	refVars := map[ast.Var]bool{}
-	pending := ""
-	for _, e := range body {
-		if pending != "" {
-			return fmt.Sprintf("%s may conflict, and partial evaluation can drop the conflict", pending), strictNeg
+// readsObject: e reads one of the per-object fields (or something inside
+// one) by a reference partial evaluation cannot resolve on the scope.
+func readsObject(e *ast.Expr) bool {
+	found := false
+	ast.WalkRefs(e, func(r ast.Ref) bool {
+		if found || !r[0].Equal(ast.InputRootDocument) {
+			return found
 		}
-		pending = callsRisky(e, risky)
-		if e.Negated {
-			var found ast.Var
-			ast.WalkVars(e, func(v ast.Var) bool {
-				if found == "" && refVars[v] {
-					found = v
-				}
-				return found != ""
-			})
-			if found != "" {
-				strictNeg = true
-			}
-			continue
-		}
-		if e.IsEquality() || e.IsAssignment() {
-			ts := e.Terms.([]*ast.Term)
-			for i := 1; i <= 2; i++ {
-				v, ok := ts[i].Value.(ast.Var)
-				if _, isRef := ts[3-i].Value.(ast.Ref); ok && isRef && !bound.Contains(v) {
-					refVars[v] = true
-				}
+		for _, u := range unknownRefs() {
+			if len(r) >= len(u) && r[:len(u)].Equal(u) {
+				found = true
 			}
 		}
-		ast.WalkVars(e, func(v ast.Var) bool { bound.Add(v); return false })
+		return found
+	})
+	return found
+}
+
+// usesVar: an operand of e uses one of vs.
+func usesVar(e *ast.Expr, vs ast.VarSet) bool {
+	found := false
+	walkOperandVars(e, func(v ast.Var) { found = found || vs.Contains(v) })
+	return found
+}
+
+// walkOperandVars calls f with the variables of e's operands: not the
+// operators (the compiler's eq, a function's data reference) nor the root
+// documents heading a reference.
+func walkOperandVars(e *ast.Expr, f func(ast.Var)) {
+	var term func(*ast.Term)
+	term = func(t *ast.Term) {
+		ast.WalkTerms(t, func(x *ast.Term) bool {
+			switch v := x.Value.(type) {
+			case ast.Var:
+				f(v)
+			case ast.Ref:
+				if h, ok := v[0].Value.(ast.Var); ok && !v[0].Equal(ast.DefaultRootDocument) && !v[0].Equal(ast.InputRootDocument) {
+					f(h)
+				}
+				for _, p := range v[1:] {
+					term(p)
+				}
+				return true
+			case ast.Call:
+				for _, a := range v[1:] {
+					term(a)
+				}
+				return true
+			}
+			return false
+		})
 	}
-	return "", strictNeg
+	switch ts := e.Terms.(type) {
+	case *ast.Term:
+		term(ts)
+	case []*ast.Term:
+		for _, t := range ts[1:] {
+			term(t)
+		}
+	default:
+		ast.WalkVars(e, func(v ast.Var) bool { f(v); return false }) // some, every: all of them
+	}
 }

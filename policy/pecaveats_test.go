@@ -36,6 +36,37 @@ h := "y" if { f(3) == "z"; startswith("read", "wh/") }
 allow if startswith(input.resource.key, "wh/")`,
 		key: "wh/db/t/a.parquet", err: true,
 	}, {
+		// The later expression reads r, which depends on the key, but
+		// partial evaluation inlines r and knows its value (1): r == 2
+		// fails on the scope and drops f's call, conflict and all.
+		name: "conflict dropped by an inlined rule",
+		src: `package countersign.authz
+f(x) := "a" if { x == 1; input.resource.key != "" }
+f(x) := "b" if { x == 1; startswith(input.resource.key, "wh/") }
+r := 1 if { input.resource.key != "" }
+allow if { f(1) == "a"; r == 2 }`,
+		key: "wh/db/t/a.parquet", err: true,
+	}, {
+		// g reaches f; inlined into allow, its saved call is dropped by
+		// the later expression (found by FuzzGeneratedPolicies with a
+		// constant test after the call).
+		name: "conflict dropped in the caller",
+		src: `package countersign.authz
+f(x) := "a" if { x == 1; input.resource.key != "" }
+f(x) := "b" if { x == 1; startswith(input.resource.key, "wh/") }
+g if f(1) == "a"
+allow if { g; input.principal.id == "bob" }`,
+		key: "wh/db/t/a.parquet", err: true,
+	}, {
+		// The fuzzer's finding: an operator (eq) counted as a dependent
+		// variable made "1.0 == 0.5" look saved.
+		name: "conflict dropped by a constant test",
+		src: `package countersign.authz
+f(x) := "a" if { x == 1; input.resource.key != "" }
+f(x) := "b" if { x == 1; startswith(input.resource.key, "wh/") }
+allow if { f(1) == "c"; 1.0 == 0.5 }`,
+		key: "wh/db/t/a.parquet", err: true,
+	}, {
 		// f does not depend on the object, so partial evaluation
 		// evaluates f("alice") itself and takes both values as branches
 		// (it reports no conflicts): the fast path allowed. OPA's full
