@@ -21,6 +21,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/internal/jsonstr"
 )
 
 // Kind is the S3 operation a sign request describes.
@@ -540,61 +542,34 @@ func lower(c byte) byte {
 
 // AppendJSON appends r's RemoteSignRequest body as Iceberg's
 // RemoteSignRequestParser writes it: region, method, uri, headers, then
-// body when there is one, then provider.
+// body when there is one, then provider. Strings go through jsonstr, which
+// escapes as Jackson does ('"', '\\' and control characters) for valid
+// UTF-8 without U+2028 and U+2029; a plan's strings are that (its URIs are
+// percent-encoded), so the bytes are the Java client's.
 func AppendJSON(dst []byte, r *SignRequest) []byte {
 	dst = append(dst, `{"region":`...)
-	dst = appendString(dst, r.Region)
+	dst = jsonstr.Append(dst, r.Region)
 	dst = append(dst, `,"method":`...)
-	dst = appendString(dst, r.Method)
+	dst = jsonstr.Append(dst, r.Method)
 	dst = append(dst, `,"uri":`...)
-	dst = appendString(dst, r.URI)
+	dst = jsonstr.Append(dst, r.URI)
 	dst = append(dst, `,"headers":{`...)
 	for i := range r.Headers {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, r.Headers[i].Name)
+		dst = jsonstr.Append(dst, r.Headers[i].Name)
 		dst = append(dst, ":["...)
-		dst = appendString(dst, r.Headers[i].Value)
+		dst = jsonstr.Append(dst, r.Headers[i].Value)
 		dst = append(dst, ']')
 	}
 	dst = append(dst, '}')
 	if r.Body != "" {
 		dst = append(dst, `,"body":`...)
-		dst = appendString(dst, r.Body)
+		dst = jsonstr.Append(dst, r.Body)
 	}
 	dst = append(dst, `,"provider":"s3"}`...)
 	return dst
-}
-
-// appendString writes s as a JSON string the way Jackson does: only '"',
-// '\\' and control characters are escaped.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // escapePath is the AWS SDKs' URI encoding of a key: every byte but the
