@@ -11,6 +11,13 @@ type builder struct {
 	stack []frame // the open containers, innermost last
 	root  any
 	buf   []byte // scratch for unescaping
+	small [4]frame
+}
+
+func newBuilder() *builder {
+	b := new(builder)
+	b.stack = b.small[:0]
+	return b
 }
 
 type frame struct {
@@ -40,7 +47,16 @@ func (b *builder) close() {
 	}
 }
 
-func (b *builder) key(raw []byte) { b.stack[len(b.stack)-1].key = b.text(raw) }
+// key sets the name of the member whose value comes next and, if unique,
+// reports whether the object already has a member of that name.
+func (b *builder) key(raw []byte, unique bool) (name string, dup bool) {
+	f := &b.stack[len(b.stack)-1]
+	f.key = b.text(raw)
+	if unique {
+		_, dup = f.obj[f.key]
+	}
+	return f.key, dup
+}
 
 func (b *builder) str(raw []byte) { b.value(b.text(raw)) }
 

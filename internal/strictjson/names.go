@@ -9,6 +9,18 @@ type names struct {
 	buf  []byte    // the names' bytes, innermost object last
 	refs []nameRef // spans of buf
 	objs []object  // one per open non-empty object
+
+	// Backing for the slices above, enough for a token or an audit
+	// record: one allocation instead of one per growth.
+	smallBuf  [256]byte
+	smallRefs [32]nameRef
+	smallObjs [8]object
+}
+
+func newNames() *names {
+	n := new(names)
+	n.buf, n.refs, n.objs = n.smallBuf[:0], n.smallRefs[:0], n.smallObjs[:0]
+	return n
 }
 
 type nameRef struct{ start, end int }

@@ -20,16 +20,12 @@ type scanner struct {
 	// The raw name of the top-level member being scanned, for messages.
 	keyStart, keyEnd int
 
-	names *names   // UniqueNames only
-	b     *builder // Decode only
+	names *names   // Check with UniqueNames only
+	b     *builder // Decode only: its maps find repeated names
 }
 
 func newScanner(data []byte, o Options) scanner {
-	s := scanner{data: data, opts: o, maxDepth: o.maxDepth(), keyStart: -1}
-	if o.UniqueNames {
-		s.names = new(names)
-	}
-	return s
+	return scanner{data: data, opts: o, maxDepth: o.maxDepth(), keyStart: -1}
 }
 
 func (s *scanner) isObject(depth int) bool {
@@ -198,15 +194,21 @@ func (s *scanner) key(i int) (int, *Error) {
 		s.keyStart, s.keyEnd = i+1, end-1
 	}
 	name := data[i+1 : end-1]
-	if s.names != nil {
-		if unq, dup := s.names.add(name); dup {
-			e := s.fail(i, "duplicate member name")
-			e.Kind, e.Name = DuplicateName, string(unq)
-			return i, e
+	var dup string
+	repeated := false
+	switch {
+	case s.b != nil:
+		dup, repeated = s.b.key(name, s.opts.UniqueNames)
+	case s.names != nil:
+		var unq []byte
+		if unq, repeated = s.names.add(name); repeated {
+			dup = string(unq)
 		}
 	}
-	if s.b != nil {
-		s.b.key(name)
+	if repeated {
+		e := s.fail(i, "duplicate member name")
+		e.Kind, e.Name = DuplicateName, dup
+		return i, e
 	}
 	i = skipWS(data, end)
 	if i >= len(data) || data[i] != ':' {

@@ -77,6 +77,9 @@ func (e *Error) Error() string {
 // o selects. It allocates only when o.UniqueNames is set.
 func Check(data []byte, o Options) *Error {
 	s := newScanner(data, o)
+	if o.UniqueNames {
+		s.names = newNames()
+	}
 	return s.run()
 }
 
@@ -85,7 +88,7 @@ func Check(data []byte, o Options) *Error {
 // json.Number, bool or nil.
 func Decode(data []byte, o Options) (any, *Error) {
 	s := newScanner(data, o)
-	s.b = new(builder)
+	s.b = newBuilder()
 	if e := s.run(); e != nil {
 		return nil, e
 	}
