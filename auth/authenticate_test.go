@@ -310,6 +310,12 @@ func TestMalformedTokens(t *testing.T) {
 		{"payload not JSON (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`, "hello")},
 		{"payload JSON string (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`, `"hello"`)},
 		{"payload invalid UTF-8 (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`, "{\"sub\":\"\xff\"}")},
+		// fastjson read this sub as the six characters \ud800, encoding/json
+		// as U+FFFD: refused, so no two readings exist.
+		{"lone surrogate escape (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
+			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":9999999999,"sub":"a\ud800b"}`)},
+		{"trailing data (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
+			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":9999999999,"sub":"alice"} {}`)},
 		{"duplicate claim (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
 			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":9999999999,"sub":"alice","sub":"admin"}`)},
 		{"nested duplicate (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,

@@ -14,7 +14,6 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
-	"github.com/valyala/fastjson"
 
 	"github.com/countersign/countersign/internal/policyinput"
 )
@@ -45,7 +44,6 @@ type Authenticator struct {
 	allowed []string
 	keys    *keyStore // nil when bearer tokens are not configured
 	cache   *verifiedCache
-	parsers fastjson.ParserPool
 
 	closeOnce sync.Once
 }
@@ -208,10 +206,7 @@ func (a *Authenticator) token(ctx context.Context, tok []byte) (*Identity, *Erro
 // verify fully checks a token. It returns the generation of the key set
 // whose key verified it, which the cache entry is bound to.
 func (a *Authenticator) verify(ctx context.Context, tok []byte, sum [32]byte, ks *keySet, now time.Time) (*Identity, uint64, *Error) {
-	p := a.parsers.Get()
-	defer a.parsers.Put(p)
-
-	c, err := parseCompact(tok, p)
+	c, err := parseCompact(tok)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -245,7 +240,7 @@ func (a *Authenticator) verify(ctx context.Context, tok []byte, sum [32]byte, ks
 		if _, verr := jws.VerifyCompactFast(k.key, tok, alg); verr != nil {
 			continue
 		}
-		claims, err := decodeClaims(c.payload, p)
+		claims, err := decodeClaims(c.payload)
 		if err != nil {
 			return nil, 0, err
 		}

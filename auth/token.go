@@ -3,10 +3,8 @@ package auth
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
-	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
+	"github.com/countersign/countersign/internal/strictjson"
 )
 
 // compact is a JWS compact serialization split into its segments, with
@@ -29,7 +27,7 @@ type compact struct {
 // be refused, and countersign understands none) and "b64" (RFC 7797
 // unencoded payloads). Key-carrying headers (jku, x5u, jwk, x5c) are
 // ignored: keys come only from the configuration.
-func parseCompact(tok []byte, p *fastjson.Parser) (compact, *Error) {
+func parseCompact(tok []byte) (compact, *Error) {
 	var c compact
 	dots := bytes.Count(tok, []byte{'.'})
 	if dots == 4 {
@@ -58,13 +56,12 @@ func parseCompact(tok []byte, p *fastjson.Parser) (compact, *Error) {
 	if _, err := decodeSegment(sigSeg); err != nil {
 		return c, malformed("signature is not base64url")
 	}
-	v, why := parseObject(hdr, p)
+	o, why := parseObject(hdr)
 	if why != "" {
 		return c, malformed("header " + why)
 	}
-	o, _ := v.Object()
 	for _, name := range [...]string{"enc", "crit", "b64"} {
-		if o.Get(name) != nil {
+		if _, ok := o[name]; ok {
 			switch name {
 			case "enc":
 				return c, malformed("encrypted tokens (JWE) are not accepted")
@@ -75,32 +72,33 @@ func parseCompact(tok []byte, p *fastjson.Parser) (compact, *Error) {
 			}
 		}
 	}
-	alg := o.Get("alg")
-	if alg == nil || alg.Type() != fastjson.TypeString {
+	alg, ok := o["alg"].(string)
+	if !ok {
 		return c, malformed("header has no alg")
 	}
-	c.alg = string(alg.GetStringBytes())
-	if kid := o.Get("kid"); kid != nil {
-		if kid.Type() != fastjson.TypeString {
+	c.alg = alg
+	if kid, ok := o["kid"]; ok {
+		s, ok := kid.(string)
+		if !ok {
 			return c, malformed("header kid is not a string")
 		}
-		c.kid, c.hasKID = string(kid.GetStringBytes()), true
+		c.kid, c.hasKID = s, true
 	}
 	c.payload = paySeg
 	return c, nil
 }
 
 // decodeClaims decodes the verified payload into JSON-natural Go values.
-func decodeClaims(seg []byte, p *fastjson.Parser) (map[string]any, *Error) {
+func decodeClaims(seg []byte) (map[string]any, *Error) {
 	raw, err := decodeSegment(seg)
 	if err != nil {
 		return nil, malformed("payload is not base64url")
 	}
-	v, why := parseObject(raw, p)
+	claims, why := parseObject(raw)
 	if why != "" {
 		return nil, malformed("claims " + why)
 	}
-	return toGo(v).(map[string]any), nil
+	return claims, nil
 }
 
 func isBase64URL(b byte) bool {
@@ -115,80 +113,27 @@ func decodeSegment(seg []byte) ([]byte, error) {
 	return out[:n], err
 }
 
-// parseObject parses one JSON object. encoding/json's validator goes
-// first because fastjson alone accepts non-JSON such as NaN; duplicate
-// member names are refused at any depth (RFC 7515 §4 and RFC 7519 §4
-// allow refusing them), so no two JSON parsers can read different claims
-// from the same token.
-func parseObject(b []byte, p *fastjson.Parser) (*fastjson.Value, string) {
-	if !utf8.Valid(b) || !json.Valid(b) {
+// parseObject checks and decodes one JSON object in one pass, into the
+// types encoding/json produces with UseNumber: numbers stay json.Number so
+// that large integer ids are exact (float64 would silently round them);
+// OPA consumes json.Number natively.
+//
+// The JSON must be valid UTF-8, strict (no NaN, no lone surrogate escapes,
+// nothing after the value) and without duplicate member names at any depth
+// (RFC 7515 §4 and RFC 7519 §4 allow refusing them), so no two JSON parsers
+// can read different claims from the same token. Depth 300 is fastjson's
+// bound, which applied before, so no token changes verdict by depth.
+func parseObject(b []byte) (map[string]any, string) {
+	v, e := strictjson.Decode(b, strictjson.Options{ValidUTF8: true, UniqueNames: true, MaxDepth: 300})
+	if e != nil {
+		if e.Kind == strictjson.DuplicateName {
+			return nil, "has duplicate member names"
+		}
 		return nil, "is not valid JSON"
 	}
-	v, err := p.ParseBytes(b)
-	if err != nil || v.Type() != fastjson.TypeObject {
+	o, ok := v.(map[string]any)
+	if !ok {
 		return nil, "is not a JSON object"
 	}
-	if hasDuplicateNames(v) {
-		return nil, "has duplicate member names"
-	}
-	return v, ""
-}
-
-func hasDuplicateNames(v *fastjson.Value) bool {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		seen := make(map[string]struct{}, o.Len())
-		dup := false
-		o.Visit(func(k []byte, child *fastjson.Value) {
-			if dup {
-				return
-			}
-			if _, ok := seen[string(k)]; ok {
-				dup = true
-				return
-			}
-			seen[string(k)] = struct{}{}
-			dup = hasDuplicateNames(child)
-		})
-		return dup
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		for _, child := range a {
-			if hasDuplicateNames(child) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// toGo converts a parsed value to the types encoding/json produces with
-// UseNumber: map[string]any, []any, string, json.Number, bool, nil.
-// Numbers stay json.Number so that large integer ids are exact (float64
-// would silently round them); OPA consumes json.Number natively.
-func toGo(v *fastjson.Value) any {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		m := make(map[string]any, o.Len())
-		o.Visit(func(k []byte, child *fastjson.Value) { m[string(k)] = toGo(child) })
-		return m
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		out := make([]any, len(a))
-		for i, child := range a {
-			out[i] = toGo(child)
-		}
-		return out
-	case fastjson.TypeString:
-		return string(v.GetStringBytes())
-	case fastjson.TypeNumber:
-		return json.Number(v.MarshalTo(nil))
-	case fastjson.TypeTrue:
-		return true
-	case fastjson.TypeFalse:
-		return false
-	}
-	return nil
+	return o, ""
 }
