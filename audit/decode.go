@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
+	"github.com/countersign/countersign/internal/strictjson"
 )
 
 // DecodeRecord parses one line (with or without its newline) of a segment
@@ -23,6 +22,11 @@ func DecodeRecord(line []byte) (*Record, error) {
 	if err := checkJSON(line); err != nil {
 		return nil, err
 	}
+	return decodeChecked(line)
+}
+
+// decodeChecked is DecodeRecord for a line checkJSON accepted.
+func decodeChecked(line []byte) (*Record, error) {
 	r := new(Record)
 	if err := json.Unmarshal(line, r); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
@@ -43,76 +47,24 @@ func DecodeRecord(line []byte) (*Record, error) {
 }
 
 // checkJSON requires what the writer always produces and decoders may
-// read differently otherwise: valid UTF-8 (encoding/json would replace
-// invalid bytes), no raw control characters, and no object with a key twice (encoding/json keeps the
+// read differently otherwise (see internal/strictjson): valid UTF-8
+// (encoding/json would replace invalid bytes), strict JSON, no raw control
+// characters, not even white space (the writer writes none, and a record
+// is one line), and no object with a name twice (encoding/json keeps the
 // last, parseHead reads the first: FuzzDecodeHead found a line whose seq
-// read 0 one way and 7 the other).
+// read 0 one way and 7 the other). Depth 300 is fastjson's bound, which
+// checked lines before.
 func checkJSON(line []byte) error {
-	if !utf8.Valid(line) {
+	e := strictjson.Check(line, strictjson.Options{ValidUTF8: true, UniqueNames: true, SpaceOnly: true, MaxDepth: 300})
+	switch {
+	case e == nil:
+		return nil
+	case e.Kind == strictjson.InvalidUTF8:
 		return errors.New("invalid UTF-8")
+	case e.Kind == strictjson.DuplicateName:
+		return fmt.Errorf("invalid JSON: key %q appears twice in an object", e.Name)
 	}
-	// The writer escapes every control character and writes no white
-	// space between tokens; fastjson accepts raw ones in strings,
-	// encoding/json does not.
-	for _, c := range line {
-		if c < 0x20 {
-			return fmt.Errorf("invalid JSON: control character %#x", c)
-		}
-	}
-	var p fastjson.Parser
-	v, err := p.ParseBytes(line)
-	if err != nil {
-		return fmt.Errorf("invalid JSON: %v", err)
-	}
-	return noDuplicateKeys(v)
-}
-
-func noDuplicateKeys(v *fastjson.Value) error {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		// A record's objects have a few keys: compare them pairwise, and
-		// switch to a set for a large object so that a crafted line cannot
-		// make this quadratic.
-		var keys []string
-		var set map[string]struct{}
-		var err error
-		o.Visit(func(k []byte, child *fastjson.Value) {
-			if err != nil {
-				return
-			}
-			dup := false
-			if set != nil {
-				_, dup = set[string(k)]
-				set[string(k)] = struct{}{}
-			} else {
-				for _, seen := range keys {
-					dup = dup || seen == string(k)
-				}
-				keys = append(keys, string(k))
-				if len(keys) > 32 {
-					set = make(map[string]struct{}, 2*len(keys))
-					for _, k := range keys {
-						set[k] = struct{}{}
-					}
-				}
-			}
-			if dup {
-				err = fmt.Errorf("invalid JSON: key %q appears twice in an object", k)
-				return
-			}
-			err = noDuplicateKeys(child)
-		})
-		return err
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		for _, child := range a {
-			if err := noDuplicateKeys(child); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return fmt.Errorf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
 // seqFromID returns the seq encoded in an event id's last 16 hex digits.
@@ -154,7 +106,7 @@ func decodeHead(line []byte) (lineHead, error) {
 	if ok && h.kind == KindAccess {
 		return h, nil
 	}
-	r, err := DecodeRecord(line)
+	r, err := decodeChecked(line)
 	if err != nil {
 		return lineHead{}, err
 	}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,29 +67,4 @@ func FuzzReadCheckpointEntries(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestCheckJSONLargeObjects: the duplicate-key check handles an object
-// with many keys (a crafted line must not stall verify) and still finds a
-// duplicate among them.
-func TestCheckJSONLargeObjects(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{`)
-	for i := range 200000 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `"k%d":%d`, i, i)
-	}
-	// Pairwise comparison would be 2e10 string comparisons here: the test
-	// would not finish (go test's timeout) rather than take a second.
-	if err := checkJSON([]byte(b.String() + `}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkJSON([]byte(b.String() + `,"k199999":0}`)); err == nil || !strings.Contains(err.Error(), "twice") {
-		t.Fatalf("duplicate among 200,000 keys: %v", err)
-	}
-	if err := checkJSON([]byte(`{"a":{"b":1,"b":2}}`)); err == nil {
-		t.Fatal("nested duplicate accepted")
-	}
 }
