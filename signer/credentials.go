@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
@@ -38,6 +39,14 @@ const (
 // request some seconds after it got it; signing with credentials that are about
 // to expire would hand out signatures that fail at S3.
 const credentialsExpiryWindow = 5 * time.Minute
+
+// credentialsFetchTimeout bounds each HTTP call of a credential source (STS,
+// the container endpoint, web identity). A caller waiting for credentials
+// is bounded by its own context, but the SDK's cache runs the fetch without
+// it, and its default HTTP client has no timeout: one hung STS call would
+// otherwise hold the cache, so every later request would wait out its own
+// deadline, for as long as the process lives.
+const credentialsFetchTimeout = 10 * time.Second
 
 // redacted replaces secret values in String and LogValue output.
 const redacted = "[REDACTED]"
@@ -144,7 +153,10 @@ func NewCredentials(ctx context.Context, cfg CredentialsConfig) (aws.Credentials
 }
 
 func loadDefaultConfig(ctx context.Context, region string, cacheOptions func(*aws.CredentialsCacheOptions)) (aws.Config, error) {
-	opts := []func(*config.LoadOptions) error{config.WithCredentialsCacheOptions(cacheOptions)}
+	opts := []func(*config.LoadOptions) error{
+		config.WithCredentialsCacheOptions(cacheOptions),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(credentialsFetchTimeout)),
+	}
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
 	}

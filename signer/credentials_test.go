@@ -3,6 +3,7 @@ package signer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -236,5 +237,40 @@ func TestCredentialsConfigRedacted(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), `"secret_access_key":"[REDACTED]"`) {
 		t.Errorf("slog output: %s", logged.String())
+	}
+}
+
+// A caller's deadline bounds its wait for assume-role credentials: a hung
+// STS (a stand-in that accepts and never answers; no real STS hangs on
+// purpose) gives ErrCredentials wrapping the deadline, at about the
+// deadline, not when STS answers.
+func TestAssumeRoleHonoursTheCallersDeadline(t *testing.T) {
+	isolateAWSEnv(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDBASE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "basesecret")
+	stop := make(chan struct{})
+	sts := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stop }))
+	defer sts.Close()
+	defer close(stop) // first: Close waits for the handler
+	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
+	p, err := NewCredentials(context.Background(), CredentialsConfig{
+		Source: "assume-role", RoleARN: "arn:aws:iam::111122223333:role/countersign", Region: "us-west-2",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deadline = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	_, err = New(p, Options{}).Sign(ctx, &s3req.Request{
+		Method: "GET", Region: "us-west-2", Scheme: "https", Host: "b.s3.us-west-2.amazonaws.com", RawPath: "/k",
+		ContentSHA256: "UNSIGNED-PAYLOAD", AddContentSHA256: true,
+	})
+	if elapsed := time.Since(start); elapsed > 5*deadline {
+		t.Fatalf("Sign returned after %s, over 5x the caller's deadline of %s", elapsed, deadline)
+	}
+	if !errors.Is(err, ErrCredentials) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want ErrCredentials cut by the deadline", err)
 	}
 }
