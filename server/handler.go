@@ -71,7 +71,16 @@ type Options struct {
 	// RefusalLimit bounds recorded refusals per source before
 	// authentication (429 with Retry-After, counted in a summary).
 	RefusalLimit RefusalLimit
+	// RequestTimeout bounds the stages of one sign request (default
+	// DefaultRequestTimeout): a key fetch, policy evaluation or credential
+	// fetch still running then is abandoned and the request answered 503
+	// with Retry-After. Recording the outcome has a bound of its own.
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout is Options.RequestTimeout's default: well above a
+// healthy request (milliseconds), below Iceberg clients' socket timeouts.
+const DefaultRequestTimeout = 10 * time.Second
 
 // Stages are the steps of the signing pipeline, in request order.
 type Stages struct {
@@ -125,6 +134,9 @@ func NewHandler(st Stages, opts Options, log *slog.Logger) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	opts.BasePaths = normalizeBasePaths(opts.BasePaths)
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
 	limiter, err := newPrincipalLimiter(opts.RateLimit)
 	if err != nil {
 		return nil, err
@@ -218,6 +230,12 @@ func (c *call) refuse(status int, msg string, retryAfter int) {
 // sign, stopping at the first refusal.
 func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	start := time.Now()
+	// The stages' context is not ctx itself: a fasthttp RequestCtx is
+	// "done" as soon as the server starts shutting down, and in-flight
+	// requests must finish then. Only the request's own deadline cuts them.
+	stageCtx, cancel := context.WithTimeout(context.Background(), h.opts.RequestTimeout)
+	defer cancel()
+
 	dec := h.decoders.Get().(*remotesign.Decoder)
 	in, err := dec.Decode(ctx.PostBody(), h.opts.Limits)
 	h.decoders.Put(dec)
@@ -228,14 +246,11 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	c.in = in
 
-	// Not ctx itself: a fasthttp RequestCtx is "done" as soon as the server
-	// starts shutting down, and in-flight requests must finish then.
-	stageCtx := context.Background()
-
 	id, err := h.stages.Authenticator.Authenticate(stageCtx, ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx))
 	start = h.observe(stageAuthenticate, start)
 	if err != nil {
 		h.refuseAuth(c, err)
+		h.cutByDeadline(stageCtx, c, "authenticating (waiting for the signing keys)")
 		return
 	}
 	c.identity = id
@@ -266,6 +281,7 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	h.authorize(stageCtx, c)
 	start = h.observe(stageAuthorize, start)
 	if c.status != 0 {
+		h.cutByDeadline(stageCtx, c, "evaluating the policy")
 		return
 	}
 
@@ -276,6 +292,7 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		case errors.Is(err, signer.ErrCredentials):
 			h.log.Error("signing credentials unavailable", "err", err, "request_id", c.requestID)
 			c.refuse(http.StatusServiceUnavailable, "signing credentials are unavailable; nothing was signed", 1)
+			h.cutByDeadline(stageCtx, c, "obtaining the signing credentials")
 		case errors.Is(err, signer.ErrBadRequest):
 			c.refuse(http.StatusBadRequest, err.Error(), 0)
 		default:
@@ -287,6 +304,19 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	c.signed = signed
+}
+
+// cutByDeadline names the request deadline as the cause of a 503 refusal
+// when it has passed: the stage's own error (a wrapped cancellation, a
+// generic "unavailable") does not say so, and the operator's remedy
+// differs (a slow dependency, or a limit set too low).
+func (h *Handler) cutByDeadline(ctx context.Context, c *call, while string) {
+	if c.status != http.StatusServiceUnavailable || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return
+	}
+	h.log.Error("request deadline passed", "while", while, "limit", h.opts.RequestTimeout, "request_id", c.requestID)
+	c.refuse(http.StatusServiceUnavailable, "request deadline of "+h.opts.RequestTimeout.String()+
+		" (limits.request_timeout) passed while "+while+"; nothing was signed", 1)
 }
 
 func (h *Handler) refuseAuth(c *call, err error) {
@@ -320,7 +350,7 @@ func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	if len(recs) == 0 {
 		// A refusal past its source's limit: counted for the summary.
-	} else if err := h.stages.Audit.Append(context.Background(), recs...); err != nil {
+	} else if err := h.append(recs); err != nil {
 		h.log.Error("audit log unavailable; refusing to sign", "err", err, "request_id", c.requestID)
 		c.signed = nil
 		c.refuse(http.StatusServiceUnavailable, "audit log unavailable; nothing was signed", 1)
@@ -359,6 +389,14 @@ func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	if cap(*buf) <= 64<<10 {
 		h.bodies.Put(buf)
 	}
+}
+
+// append records a call's outcome under a bound of its own, not the
+// stages' deadline: a call cut by that deadline must still be recorded.
+func (h *Handler) append(recs []*audit.Record) error {
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.RequestTimeout)
+	defer cancel()
+	return h.stages.Audit.Append(ctx, recs...)
 }
 
 // limitRefusal applies the per-source refusal limit to a call refused

@@ -52,9 +52,10 @@ func buildCanned(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*server.S
 		return nil, nil, fmt.Errorf("config endpoints: %w", err)
 	}
 	h, err := server.NewHandler(server.CannedStages(classifier), server.Options{
-		BasePaths: cfg.BasePaths,
-		Metrics:   metrics.New(),
-		Limits:    remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
+		BasePaths:      cfg.BasePaths,
+		Metrics:        metrics.New(),
+		RequestTimeout: cfg.Limits.RequestTimeout,
+		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
 	}, log)
 	if err != nil {
 		return nil, nil, err

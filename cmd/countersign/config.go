@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
@@ -76,6 +77,10 @@ type LimitsConfig struct {
 	WriteTimeout            time.Duration `yaml:"write_timeout"`
 	IdleTimeout             time.Duration `yaml:"idle_timeout"`
 	ShutdownGracePeriod     time.Duration `yaml:"shutdown_grace_period"`
+	// RequestTimeout bounds one sign request's stages (waiting for keys,
+	// policy, credentials; default server.DefaultRequestTimeout): 503 +
+	// Retry-After beyond it.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// LingerTimeout and LingerBytes bound the draining of a request that
 	// was answered before it was read whole (413, 431).
 	LingerTimeout time.Duration `yaml:"linger_timeout"`
@@ -115,7 +120,7 @@ func (l LimitsConfig) validate() error {
 		{"idle_timeout", int64(l.IdleTimeout)}, {"shutdown_grace_period", int64(l.ShutdownGracePeriod)},
 		{"linger_timeout", int64(l.LingerTimeout)}, {"linger_bytes", l.LingerBytes},
 		{"max_connections", int64(l.MaxConnections)}, {"max_connections_per_source", int64(l.MaxConnectionsPerSource)},
-		{"preauth_idle_timeout", int64(l.PreAuthIdleTimeout)},
+		{"preauth_idle_timeout", int64(l.PreAuthIdleTimeout)}, {"request_timeout", int64(l.RequestTimeout)},
 		{"refusal_limit.burst", int64(l.RefusalLimit.Burst)}, {"refusal_limit.sources", int64(l.RefusalLimit.Sources)},
 		{"refusal_limit.summary_interval", int64(l.RefusalLimit.SummaryInterval)},
 		{"rate_limit.burst", int64(l.RateLimit.Burst)}, {"rate_limit.principals", int64(l.RateLimit.Principals)},
@@ -133,7 +138,21 @@ func (l LimitsConfig) validate() error {
 	if l.PreAuthIdleTimeout > 0 && l.IdleTimeout > 0 && l.PreAuthIdleTimeout > l.IdleTimeout {
 		return fmt.Errorf("config: limits.preauth_idle_timeout (%s) is above limits.idle_timeout (%s): it is meant to be the shorter", l.PreAuthIdleTimeout, l.IdleTimeout)
 	}
+	// Shutdown waits for in-flight requests up to its grace period: a
+	// request allowed to run longer could be cut by the exit instead of
+	// answered.
+	if timeout, grace := cmp.Or(l.RequestTimeout, server.DefaultRequestTimeout), l.shutdownGrace(); timeout >= grace {
+		return fmt.Errorf("config: limits.request_timeout (%s) must be below limits.shutdown_grace_period (%s), so that shutdown answers the requests in flight", timeout, grace)
+	}
 	return nil
+}
+
+// defaultShutdownGrace is limits.shutdown_grace_period's default.
+const defaultShutdownGrace = 30 * time.Second
+
+// shutdownGrace is how long shutdown waits for requests in flight.
+func (l LimitsConfig) shutdownGrace() time.Duration {
+	return cmp.Or(l.ShutdownGracePeriod, defaultShutdownGrace)
 }
 
 // loadConfig reads a YAML file strictly (unknown keys are errors) on top of

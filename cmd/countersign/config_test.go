@@ -105,6 +105,9 @@ func TestLimitsAreValidated(t *testing.T) {
 		"max_connections: 10\n  max_connections_per_source: 20": "above limits.max_connections",
 		"idle_timeout: 5s\n  preauth_idle_timeout: 10s":         "meant to be the shorter",
 		"linger_bytes: -5":                                      "limits.linger_bytes",
+		"request_timeout: -1s":                                  "limits.request_timeout must not be negative",
+		"request_timeout: 30s":                                  "must be below limits.shutdown_grace_period (30s)",
+		"shutdown_grace_period: 5s":                             "limits.request_timeout (10s) must be below",
 	} {
 		cfg, err := loadConfig(writeTemp(t, "limits:\n  "+text+"\n"), Config{})
 		if err != nil {

@@ -127,10 +127,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	log.Info("shutting down")
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown() }()
-	grace := cfg.Limits.ShutdownGracePeriod
-	if grace <= 0 {
-		grace = 30 * time.Second
-	}
+	grace := cfg.Limits.shutdownGrace()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -279,6 +276,7 @@ func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log
 		Metrics:        m,
 		RateLimit:      cfg.Limits.RateLimit,
 		RefusalLimit:   cfg.Limits.RefusalLimit,
+		RequestTimeout: cfg.Limits.RequestTimeout,
 		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
 	}, log)
 	if err != nil {
