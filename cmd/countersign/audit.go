@@ -540,7 +540,6 @@ func auditBucketFS(configPath, node string) (iofs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	applyEnv(&cfg)
 	up := cfg.Audit.Upload
 	if !up.Enabled() {
 		return nil, fmt.Errorf("%s has no audit.upload.bucket", configPath)

@@ -119,7 +119,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if err != nil {
 			return fail(err)
 		}
-		applyEnv(&cfg)
 		if *target == "" && cfg.Listen != "" {
 			*target = "http://" + cfg.Listen
 		}

@@ -82,7 +82,6 @@ func checkConfigFile(ctx context.Context, path string, loadPolicy bool) error {
 	if err != nil {
 		return err
 	}
-	applyEnv(&cfg)
 	if err := cfg.validate(false); err != nil {
 		return err
 	}

@@ -21,7 +21,10 @@ import (
 // COUNTERSIGN_* overrides, no AWS shared configuration or profile.
 func checkTestEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"COUNTERSIGN_ACCESS_KEY_ID", "COUNTERSIGN_SECRET_ACCESS_KEY", "COUNTERSIGN_SESSION_TOKEN", "COUNTERSIGN_AUTH_HS256_SECRET", "COUNTERSIGN_AUDIT_HMAC_KEY", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"} {
+	for _, o := range envOverrides(&Config{}) {
+		t.Setenv(o.name, "")
+	}
+	for _, k := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"} {
 		t.Setenv(k, "")
 	}
 	dir := t.TempDir()

@@ -24,7 +24,7 @@ import (
 
 // Config is countersign's whole configuration: one YAML file, every key
 // documented in deploy/countersign.example.yaml. Secrets may come from the
-// environment instead (see applyEnv).
+// environment instead (env.go).
 type Config struct {
 	// Listen is the sign API's address, host:port.
 	Listen string `yaml:"listen"`
@@ -53,6 +53,18 @@ type Config struct {
 type AuditConfig struct {
 	audit.Config `yaml:",inline"`
 	Upload       upload.Config `yaml:"upload"`
+	// HMACKey is the token HMAC key from COUNTERSIGN_AUDIT_HMAC_KEY
+	// (applyEnv); it overrides audit.hmac_key_file. Never in the file.
+	HMACKey string `yaml:"-"`
+}
+
+// hmacKey is the audit.Options.HMACKey of the configuration: nil unless
+// the environment set one, so that audit.hmac_key_file is read.
+func (c *AuditConfig) hmacKey() []byte {
+	if c.HMACKey == "" {
+		return nil
+	}
+	return []byte(c.HMACKey)
 }
 
 // KeysConfig holds the object-key rules.
@@ -156,9 +168,14 @@ func (l LimitsConfig) shutdownGrace() time.Duration {
 }
 
 // loadConfig reads a YAML file strictly (unknown keys are errors) on top of
-// base, then applies environment overrides.
+// base, then applies the environment overrides (applyEnv). With path ""
+// there is no file: base and the environment only (serve -dev).
 func loadConfig(path string, base Config) (Config, error) {
 	cfg := base
+	if path == "" {
+		applyEnv(&cfg)
+		return cfg, nil
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
@@ -175,26 +192,8 @@ func loadConfig(path string, base Config) (Config, error) {
 		}
 		return cfg, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
 	}
+	applyEnv(&cfg)
 	return cfg, nil
-}
-
-// applyEnv lets secrets stay out of the config file.
-func applyEnv(cfg *Config) {
-	if v := os.Getenv("COUNTERSIGN_ACCESS_KEY_ID"); v != "" {
-		cfg.Credentials.AccessKeyID = v
-	}
-	if v := os.Getenv("COUNTERSIGN_SECRET_ACCESS_KEY"); v != "" {
-		cfg.Credentials.SecretAccessKey = v
-	}
-	if v := os.Getenv("COUNTERSIGN_SESSION_TOKEN"); v != "" {
-		cfg.Credentials.SessionToken = v
-	}
-	if v := os.Getenv("COUNTERSIGN_AUDIT_UPLOAD_SECRET_ACCESS_KEY"); v != "" {
-		cfg.Audit.Upload.SecretAccessKey = v
-	}
-	if v := os.Getenv("COUNTERSIGN_AUTH_HS256_SECRET"); v != "" {
-		cfg.Auth.HS256Secret = v
-	}
 }
 
 // validate checks what the packages do not check themselves, naming keys.
@@ -240,7 +239,7 @@ func (c *Config) validate(dev bool) error {
 func (c Config) digest() string {
 	c.Credentials.SecretAccessKey, c.Credentials.SessionToken = "", ""
 	c.Auth.HS256Secret = ""
-	c.Audit.Upload.SecretAccessKey = ""
+	c.Audit.Upload.SecretAccessKey, c.Audit.HMACKey = "", ""
 	data, err := yaml.Marshal(c)
 	if err != nil {
 		return "unavailable: " + err.Error()

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -47,21 +46,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	defer logs.Flush(context.Background()) // runs last: the counts of the shutdown too
 	log := slog.New(logs)
 
-	var cfg Config
-	if *dev {
-		cfg = devConfig()
-	}
-	if *configPath != "" {
-		var err error
-		if cfg, err = loadConfig(*configPath, cfg); err != nil {
-			fmt.Fprintln(stderr, "countersign:", err)
-			return 1
-		}
-	} else if !*dev {
+	if *configPath == "" && !*dev {
 		fmt.Fprintln(stderr, "countersign serve: -config FILE is required (or -dev for a local development setup)")
 		return 2
 	}
-	applyEnv(&cfg)
+	var base Config
+	if *dev {
+		base = devConfig()
+	}
+	cfg, err := loadConfig(*configPath, base)
+	if err != nil {
+		fmt.Fprintln(stderr, "countersign:", err)
+		return 1
+	}
 	if *dev {
 		if err := fillDevSecrets(&cfg); err != nil {
 			fmt.Fprintln(stderr, "countersign: dev setup:", err)
@@ -167,7 +164,7 @@ func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log
 	// reported before it exists are found by its first pass.
 	var uploader atomic.Pointer[upload.Uploader]
 	auditLog, err := audit.Open(cfg.Audit.Config, audit.Options{
-		Logger: log, HMACKey: auditHMACKey(), Reporter: m,
+		Logger: log, HMACKey: cfg.Audit.hmacKey(), Reporter: m,
 		OnSeal: func(s audit.SegmentInfo) {
 			if u := uploader.Load(); u != nil {
 				u.Notify(s)
@@ -303,13 +300,4 @@ func auditReady(l *audit.Log) server.ReadinessCheck {
 		}
 		return nil
 	}
-}
-
-// auditHMACKey lets the token HMAC key come from the environment instead
-// of audit.hmac_key_file.
-func auditHMACKey() []byte {
-	if v := os.Getenv("COUNTERSIGN_AUDIT_HMAC_KEY"); v != "" {
-		return []byte(v)
-	}
-	return nil
 }
