@@ -68,7 +68,7 @@ func TestAuditSurvivesKill9(t *testing.T) {
 	}
 	// Kill once the load is well under way (a race-detector build on a busy
 	// machine is slow, so wait for a count, not a time).
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		mu.Lock()
 		n := len(received)
