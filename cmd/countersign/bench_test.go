@@ -151,7 +151,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, closeFloor, err := buildServer(context.Background(), cfg, nil, true, true, slog.New(slog.DiscardHandler))
+	srv, closeFloor, err := buildCannedServer(cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -26,19 +25,11 @@ func cannedFlag(fs *flag.FlagSet) *bool {
 			"authentication, policy, audit and signing are all skipped (the floor for countersign bench)")
 }
 
-// buildServer is build, or with canned set the benchmark-only
-// canned-response server.
-func buildServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev, canned bool, log *slog.Logger) (*server.Server, func() error, error) {
-	if !canned {
-		return build(ctx, cfg, tlsConfig, dev, log)
-	}
-	return buildCanned(cfg, tlsConfig, log)
-}
-
-// buildCanned builds a server with the real HTTP server, routing, request
-// decoding, classifier (the configured endpoints) and response encoding,
-// and server.CannedStages for the rest. Its /readyz always fails.
-func buildCanned(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*server.Server, func() error, error) {
+// buildCannedServer builds the benchmark floor: the real HTTP server,
+// routing, request decoding, classifier (the configured endpoints) and
+// response encoding, and server.CannedStages for the rest. Its /readyz
+// always fails.
+func buildCannedServer(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*server.Server, func() error, error) {
 	for range 3 {
 		log.Error("BENCHMARK CANNED-RESPONSE MODE (-" + cannedFlagName + "): " +
 			"no authentication, no policy, no audit, FAKE signatures. For measuring countersign's floor only; never route real traffic here.")

@@ -1,6 +1,6 @@
 // Command countersign signs Iceberg remote-signing requests under policy.
 //
-// A request's path, as wired in serve.go: HTTP (server) -> decode
+// A request's path, as wired in pipeline.go: HTTP (server) -> decode
 // (remotesign) -> classify (s3req) -> authorize each object (policy) ->
 // sign (signer) -> response.
 package main

@@ -2,28 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
-	"sync/atomic"
 	"time"
 
-	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/audit/upload"
-	"github.com/countersign/countersign/auth"
-	"github.com/countersign/countersign/deploy/policies"
 	"github.com/countersign/countersign/internal/lograte"
-	"github.com/countersign/countersign/metrics"
-	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/remotesign"
-	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/server"
-	"github.com/countersign/countersign/signer"
 )
 
 // logBurst is how many lines of one warning or error message serve logs
@@ -76,7 +64,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 		return 1
 	}
 	cfg.Runtime.apply(log)
-	srv, closeStages, err := buildServer(ctx, cfg, tlsConfig, *dev, *canned, log)
+	var srv *server.Server
+	var closeStages func() error
+	if *canned {
+		srv, closeStages, err = buildCannedServer(cfg, tlsConfig, log)
+	} else {
+		srv, closeStages, err = buildSigningServer(ctx, cfg, tlsConfig, *dev, log)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1
@@ -136,168 +130,4 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 		return 1
 	}
 	return 0
-}
-
-// build wires the stages of the signing pipeline from configuration, in
-// request order. The returned func releases background work (key refresh)
-// and closes the audit log, returning the log's close error.
-func build(ctx context.Context, cfg Config, tlsConfig *tls.Config, dev bool, log *slog.Logger) (*server.Server, func() error, error) {
-	m := metrics.New()
-	authn, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: log, OnCache: m.TokenCache})
-	if err != nil {
-		return nil, nil, fmt.Errorf("config: %w", err)
-	}
-
-	classifier, err := s3req.New(s3req.Options{
-		Endpoints:       cfg.Endpoints,
-		AllowUnsafeKeys: cfg.Keys.AllowUnsafe,
-		MaxDeleteKeys:   cfg.Limits.MaxDeleteKeys,
-	})
-	if err != nil {
-		authn.Close()
-		return nil, nil, fmt.Errorf("config endpoints: %w", err)
-	}
-
-	// The audit log opens first: everything after it is on record,
-	// including the policy revisions the manager loads.
-	// The uploader needs the log's node id, so it is made after Open; seals
-	// reported before it exists are found by its first pass.
-	var uploader atomic.Pointer[upload.Uploader]
-	auditLog, err := audit.Open(cfg.Audit.Config, audit.Options{
-		Logger: log, HMACKey: cfg.Audit.hmacKey(), Reporter: m,
-		OnSeal: func(s audit.SegmentInfo) {
-			if u := uploader.Load(); u != nil {
-				u.Notify(s)
-			}
-		},
-	})
-	if err != nil {
-		authn.Close()
-		return nil, nil, fmt.Errorf("config audit: %w", err)
-	}
-	if cfg.Audit.Upload.Enabled() {
-		u, err := upload.New(ctx, cfg.Audit.Upload, cfg.Audit.Dir, upload.Options{
-			NodeID: auditLog.Node(), Logger: log, OnUploaded: m.AuditSegmentUploaded, OnFailure: m.AuditUploadFailed,
-		})
-		if err != nil {
-			auditLog.Close()
-			authn.Close()
-			return nil, nil, fmt.Errorf("config audit.upload: %w", err)
-		}
-		uploader.Store(u)
-		m.WatchAuditUpload(u.Pending, u.LastError)
-		u.Start(ctx)
-	}
-	m.WatchAudit(func() metrics.AuditState {
-		s := auditLog.Stats()
-		return metrics.AuditState{Healthy: s.Healthy, QueueDepth: s.QueueDepth, Failures: s.Failures, TreeSize: s.TreeSize, LastCheckpoint: s.LastCheckpoint}
-	})
-	lifecycle := func(ev audit.Event, detail map[string]string) {
-		rec := &audit.Record{Kind: audit.KindLifecycle, Event: ev, Detail: detail}
-		if err := auditLog.Append(context.Background(), rec); err != nil {
-			log.Error("recording a lifecycle event", "event", ev, "err", err)
-		}
-	}
-	lifecycle(audit.EventConfig, map[string]string{"version": version, "config_sha256": cfg.digest(), "dev": fmt.Sprint(dev)})
-
-	mo := policy.ManagerOptions{
-		Logger: log,
-		OnReload: func(rev string) {
-			m.PolicyReloaded(nil)
-			m.SetPolicyRevision(rev)
-			lifecycle(audit.EventPolicyRevision, map[string]string{"revision": rev})
-		},
-		OnReloadError: m.PolicyReloaded,
-		FastPath:      cfg.Policy.FastPath,
-		OnCache:       m.PolicyCache,
-		OnRemembered:  m.DecisionCache,
-	}
-	if dev && !cfg.Policy.Configured() {
-		mo.FS = policies.Dev()
-	}
-	pm, err := policy.NewManager(ctx, cfg.Policy, mo)
-	if err != nil {
-		auditLog.Close()
-		authn.Close()
-		return nil, nil, fmt.Errorf("config policy: %w", err)
-	}
-	pm.Start(ctx)
-	log.Info("policy loaded", "revision", pm.Revision())
-	m.SetPolicyRevision(pm.Revision())
-	lifecycle(audit.EventPolicyRevision, map[string]string{"revision": pm.Revision()})
-	// Closing drains, seals the segment and writes a final checkpoint; it
-	// runs after the listener has finished every in-flight request.
-	closeAll := func() error {
-		err := auditLog.Close()
-		if err != nil {
-			log.Error("closing the audit log", "err", err)
-		}
-		if u := uploader.Load(); u != nil {
-			// Ship what was just sealed, within a bound; what is left is
-			// uploaded at the next start.
-			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := u.Flush(fctx); err != nil {
-				log.Error("uploading sealed audit segments at shutdown", "err", err)
-			}
-			cancel()
-			u.Close()
-		}
-		pm.Close()
-		authn.Close()
-		return err
-	}
-
-	creds, err := signer.NewCredentials(ctx, cfg.Credentials)
-	if err != nil {
-		closeAll()
-		return nil, nil, fmt.Errorf("config credentials: %w", err)
-	}
-	sign := signer.New(creds, signer.Options{})
-	m.WatchCredentialExpiry(func() (time.Time, bool, error) {
-		c, err := creds.Retrieve(context.Background()) // cached
-		return c.Expires, c.CanExpire, err
-	})
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		m.SetBuildInfo(version, bi.GoVersion)
-	}
-
-	h, err := server.NewHandler(server.Stages{
-		Authenticator: authn,
-		Classifier:    classifier,
-		Authorizer:    pm,
-		Signer:        sign,
-		Audit:         auditLog,
-	}, server.Options{
-		BasePaths:      cfg.BasePaths,
-		CacheableReads: cfg.CacheableReads,
-		Metrics:        m,
-		RateLimit:      cfg.Limits.RateLimit,
-		RefusalLimit:   cfg.Limits.RefusalLimit,
-		RequestTimeout: cfg.Limits.RequestTimeout,
-		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
-	}, log)
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	credentialsReady := func() error {
-		// Cached: this only reaches the credential source when the cached
-		// credentials are about to expire.
-		if _, err := creds.Retrieve(context.Background()); err != nil {
-			return fmt.Errorf("signing credentials unavailable: %w", err)
-		}
-		return nil
-	}
-	return server.New(h, cfg.Limits.serverConfig(tlsConfig), credentialsReady, auditReady(auditLog)), closeAll, nil
-}
-
-// auditReady makes /readyz fail while the audit log cannot record: such a
-// node signs nothing, so it should get no traffic.
-func auditReady(l *audit.Log) server.ReadinessCheck {
-	return func() error {
-		if err := l.Healthy(); err != nil {
-			return fmt.Errorf("audit log unavailable: %w", err)
-		}
-		return nil
-	}
 }
