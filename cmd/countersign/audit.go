@@ -58,30 +58,14 @@ const auditUsage = `Usage:
 
 // runAudit implements `countersign audit ...`.
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, auditUsage)
-		return 2
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "verify":
-		return runAuditVerify(rest, stdout, stderr)
-	case "query":
-		return runAuditQuery(ctx, rest, stdout, stderr)
-	case "proof":
-		return runAuditProof(rest, stdout, stderr)
-	case "verify-proof":
-		return runAuditVerifyProof(rest, stdout, stderr)
-	case "keygen":
-		return runAuditKeygen(rest, stdout, stderr)
-	case "pubkey":
-		return runAuditPubkey(rest, stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, auditUsage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "countersign audit: unknown command %q\n\n%s", cmd, auditUsage)
-	return 2
+	return commands{prog: "countersign audit", usage: auditUsage, table: map[string]command{
+		"verify":       runAuditVerify,
+		"query":        runAuditQuery,
+		"proof":        runAuditProof,
+		"verify-proof": runAuditVerifyProof,
+		"keygen":       runAuditKeygen,
+		"pubkey":       runAuditPubkey,
+	}}.run(ctx, args, stdout, stderr)
 }
 
 // auditStrings is a repeatable string flag.
@@ -135,7 +119,7 @@ func auditParseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, maxArgs 
 	return true
 }
 
-func runAuditVerify(args []string, stdout, stderr io.Writer) int {
+func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := auditFlagSet("audit verify", stderr)
 	dir := fs.String("dir", ".", "audit log directory (audit.dir)")
 	var vf auditVerifierFlags
@@ -384,7 +368,7 @@ func auditParseTime(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q: use RFC 3339 (2026-11-30T12:00:00Z), a date (2026-11-30) or a duration ago (24h)", s)
 }
 
-func runAuditProof(args []string, stdout, stderr io.Writer) int {
+func runAuditProof(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := auditFlagSet("audit proof", stderr)
 	dir := fs.String("dir", ".", "audit log directory (audit.dir)")
 	id := fs.String("id", "", "the record's event id (required)")
@@ -415,7 +399,7 @@ func runAuditProof(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runAuditVerifyProof(args []string, stdout, stderr io.Writer) int {
+func runAuditVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := auditFlagSet("audit verify-proof", stderr)
 	var vf auditVerifierFlags
 	vf.register(fs)
@@ -453,7 +437,7 @@ func runAuditVerifyProof(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runAuditKeygen(args []string, stdout, stderr io.Writer) int {
+func runAuditKeygen(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := auditFlagSet("audit keygen", stderr)
 	name := fs.String("name", "", "key name shown in checkpoint signatures, e.g. countersign-audit-prod (required)")
 	out := fs.String("out", "", "directory to write checkpoint.key, checkpoint.pub and hmac.key into (required)")
@@ -506,7 +490,7 @@ func runAuditKeygen(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runAuditPubkey(args []string, stdout, stderr io.Writer) int {
+func runAuditPubkey(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := auditFlagSet("audit pubkey", stderr)
 	key := fs.String("key", "", "checkpoint signing key file (audit.checkpoint_key_file)")
 	if !auditParseFlags(fs, args, stderr, 0) {

@@ -33,21 +33,11 @@ const configCheckUsage = `Usage:
   files named by tls.* are read (as serve does before listening).
 `
 
-// runConfigCmd dispatches "countersign config SUBCOMMAND".
+// runConfigCmd implements `countersign config check`.
 func runConfigCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, configCheckUsage)
-		return 2
-	}
-	switch args[0] {
-	case "check":
-		return runConfigCheck(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, configCheckUsage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "countersign config: unknown subcommand %q\n\n%s", args[0], configCheckUsage)
-	return 2
+	return commands{prog: "countersign config", usage: configCheckUsage, table: map[string]command{
+		"check": runConfigCheck,
+	}}.run(ctx, args, stdout, stderr)
 }
 
 // runConfigCheck implements "countersign config check [-load-policy] FILE"

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -37,28 +36,14 @@ func main() {
 	os.Exit(code)
 }
 
+// run dispatches "countersign COMMAND ...", one file per command.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "serve":
-		return runServe(ctx, args[1:], stdout, stderr)
-	case "policy":
-		return runPolicy(ctx, args[1:], stdout, stderr)
-	case "config":
-		return runConfigCmd(ctx, args[1:], stdout, stderr)
-	case "audit":
-		return runAudit(ctx, args[1:], stdout, stderr)
-	case "bench":
-		return runBench(ctx, args[1:], stdout, stderr)
-	case "version":
-		return runVersion(args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "countersign: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	return commands{prog: "countersign", usage: usage, table: map[string]command{
+		"serve":   runServe,
+		"policy":  runPolicy,
+		"config":  runConfigCmd,
+		"audit":   runAudit,
+		"bench":   runBench,
+		"version": runVersion,
+	}}.run(ctx, args, stdout, stderr)
 }

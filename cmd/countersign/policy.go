@@ -39,21 +39,10 @@ var policyStdin io.Reader = os.Stdin
 
 // runPolicy implements `countersign policy test|eval`.
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, policyUsage)
-		return 2
-	}
-	switch args[0] {
-	case "test":
-		return runPolicyTest(ctx, args[1:], stdout, stderr)
-	case "eval":
-		return runPolicyEval(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, policyUsage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "countersign policy: unknown command %q\n\n%s", args[0], policyUsage)
-	return 2
+	return commands{prog: "countersign policy", usage: policyUsage, table: map[string]command{
+		"test": runPolicyTest,
+		"eval": runPolicyEval,
+	}}.run(ctx, args, stdout, stderr)
 }
 
 func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -10,7 +11,7 @@ import (
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-func runVersion(args []string, stdout, stderr io.Writer) int {
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
