@@ -5,86 +5,62 @@ import (
 	"encoding/json"
 )
 
-// builder makes Decode's value while the scanner checks the input; the
-// scanner calls it only for what it has accepted so far.
+// builder makes Decode's value from input Check accepted, so it handles no
+// errors: every token is where the grammar puts it. It recurses, at most
+// MaxDepthLimit deep.
 type builder struct {
-	stack []frame // the open containers, innermost last
-	root  any
-	buf   []byte // scratch for unescaping
-	small [4]frame
+	buf []byte // scratch for unescaping
 }
 
-func newBuilder() *builder {
-	b := new(builder)
-	b.stack = b.small[:0]
-	return b
-}
-
-type frame struct {
-	obj    map[string]any
-	arr    []any
-	key    string // the member whose value comes next
-	object bool
-}
-
-func (b *builder) open(object bool) {
-	f := frame{object: object}
-	if object {
-		f.obj = map[string]any{}
-	} else {
-		f.arr = []any{} // encoding/json gives [] as empty, not nil
-	}
-	b.stack = append(b.stack, f)
-}
-
-func (b *builder) close() {
-	f := b.stack[len(b.stack)-1]
-	b.stack = b.stack[:len(b.stack)-1]
-	if f.object {
-		b.value(f.obj)
-	} else {
-		b.value(f.arr)
-	}
-}
-
-// key sets the name of the member whose value comes next and, if unique,
-// reports whether the object already has a member of that name.
-func (b *builder) key(raw []byte, unique bool) (name string, dup bool) {
-	f := &b.stack[len(b.stack)-1]
-	f.key = b.text(raw)
-	if unique {
-		_, dup = f.obj[f.key]
-	}
-	return f.key, dup
-}
-
-func (b *builder) str(raw []byte) { b.value(b.text(raw)) }
-
-// number keeps the literal: float64 would round large integer ids.
-func (b *builder) number(raw []byte) { b.value(json.Number(raw)) }
-
-func (b *builder) literal(first byte) {
-	switch first {
+// value builds the value that starts at or after i and returns the offset
+// after it.
+func (b *builder) value(data []byte, i int) (any, int) {
+	i = skipWS(data, i)
+	switch data[i] {
+	case '{':
+		m := map[string]any{}
+		if i = skipWS(data, i+1); data[i] == '}' {
+			return m, i + 1
+		}
+		for {
+			end, _ := scanString(data, i+1)
+			k := b.text(data[i+1 : end-1])
+			var v any
+			v, i = b.value(data, skipWS(data, end)+1) // after ':'
+			// Check refused a repeated name if asked to; else the last wins.
+			m[k] = v
+			if i = skipWS(data, i); data[i] == '}' {
+				return m, i + 1
+			}
+			i = skipWS(data, i+1) // after ','
+		}
+	case '[':
+		a := []any{} // encoding/json gives [] as empty, not nil
+		if i = skipWS(data, i+1); data[i] == ']' {
+			return a, i + 1
+		}
+		for {
+			var v any
+			v, i = b.value(data, i)
+			a = append(a, v)
+			if i = skipWS(data, i); data[i] == ']' {
+				return a, i + 1
+			}
+			i++ // after ','
+		}
+	case '"':
+		end, _ := scanString(data, i+1)
+		return b.text(data[i+1 : end-1]), end
 	case 't':
-		b.value(true)
+		return true, i + len("true")
 	case 'f':
-		b.value(false)
-	default:
-		b.value(nil)
+		return false, i + len("false")
+	case 'n':
+		return nil, i + len("null")
 	}
-}
-
-func (b *builder) value(v any) {
-	if len(b.stack) == 0 {
-		b.root = v
-		return
-	}
-	f := &b.stack[len(b.stack)-1]
-	if f.object {
-		f.obj[f.key] = v
-	} else {
-		f.arr = append(f.arr, v)
-	}
+	// A number keeps its literal: float64 would round large integer ids.
+	end, _ := scanNumber(data, i)
+	return json.Number(data[i:end]), end
 }
 
 func (b *builder) text(raw []byte) string {

@@ -33,8 +33,9 @@
 //   - MaxDepth: remotesign 64, auth and audit 300 (the bound of the parser
 //     they used before, kept so that no token or line changes verdict).
 //
-// Check validates only; Decode validates and builds encoding/json's
-// natural Go values (with numbers as json.Number) in the same pass.
+// Check validates only; Decode validates and then builds encoding/json's
+// natural Go values (with numbers as json.Number) from the checked bytes,
+// which the call sites used to parse a second time with another parser.
 // Errors carry a byte offset and a message that never repeats the input,
 // except the duplicate name itself, which is given apart.
 package strictjson

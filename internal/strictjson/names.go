@@ -12,9 +12,9 @@ type names struct {
 
 	// Backing for the slices above, enough for a token or an audit
 	// record: one allocation instead of one per growth.
-	smallBuf  [256]byte
-	smallRefs [32]nameRef
-	smallObjs [8]object
+	smallBuf  [192]byte
+	smallRefs [24]nameRef
+	smallObjs [4]object
 }
 
 func newNames() *names {

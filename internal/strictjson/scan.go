@@ -1,6 +1,9 @@
 package strictjson
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // depthWords is the size of the container stack, in 64-bit words.
 const depthWords = 8
@@ -15,17 +18,20 @@ type scanner struct {
 	depth    int
 	kinds    [depthWords]uint64 // bit i: the container at depth i+1 is an object
 
-	values int
+	values, maxValues int
 
 	// The raw name of the top-level member being scanned, for messages.
 	keyStart, keyEnd int
 
-	names *names   // Check with UniqueNames only
-	b     *builder // Decode only: its maps find repeated names
+	names *names // UniqueNames only
 }
 
 func newScanner(data []byte, o Options) scanner {
-	return scanner{data: data, opts: o, maxDepth: o.maxDepth(), keyStart: -1}
+	s := scanner{data: data, opts: o, maxDepth: o.maxDepth(), maxValues: o.MaxValues, keyStart: -1}
+	if s.maxValues <= 0 {
+		s.maxValues = math.MaxInt
+	}
+	return s
 }
 
 func (s *scanner) isObject(depth int) bool {
@@ -44,8 +50,10 @@ func (s *scanner) push(object bool) {
 
 func (s *scanner) run() *Error {
 	data := s.data
-	if e := precheck(data, s.opts); e != nil {
-		return e
+	if s.opts.ValidUTF8 || s.opts.SpaceOnly {
+		if e := precheck(data, s.opts); e != nil {
+			return e
+		}
 	}
 	i := skipWS(data, 0)
 	if i == len(data) {
@@ -57,8 +65,8 @@ value:
 		if i >= len(data) {
 			return s.fail(i, "unexpected end of input")
 		}
-		if s.values++; s.opts.MaxValues > 0 && s.values > s.opts.MaxValues {
-			e := s.fail(i, "more than "+strconv.Itoa(s.opts.MaxValues)+" JSON values")
+		if s.values++; s.values > s.maxValues {
+			e := s.fail(i, "more than "+strconv.Itoa(s.maxValues)+" JSON values")
 			e.Kind = TooManyValues
 			return e
 		}
@@ -73,15 +81,9 @@ value:
 			if c == '{' {
 				closer = '}'
 			}
-			if s.b != nil {
-				s.b.open(c == '{')
-			}
 			i = skipWS(data, i+1)
 			if i < len(data) && data[i] == closer {
 				i++
-				if s.b != nil {
-					s.b.close()
-				}
 				break // an empty container is a complete value
 			}
 			s.push(c == '{')
@@ -96,13 +98,9 @@ value:
 			}
 			continue value
 		case '"':
-			start := i + 1
 			var msg string
-			if i, msg = scanString(data, start); msg != "" {
+			if i, msg = scanString(data, i+1); msg != "" {
 				return s.fail(i, msg)
-			}
-			if s.b != nil {
-				s.b.str(data[start : i-1])
 			}
 		case 't', 'f', 'n':
 			word := "null"
@@ -115,20 +113,13 @@ value:
 			if i, ok = literal(data, i, word); !ok {
 				return s.fail(i, "invalid literal")
 			}
-			if s.b != nil {
-				s.b.literal(c)
-			}
 		default:
 			if c != '-' && (c < '0' || c > '9') {
 				return s.fail(i, "unexpected "+describeByte(c)+" where a value should start")
 			}
-			start := i
 			var msg string
 			if i, msg = scanNumber(data, i); msg != "" {
 				return s.fail(i, msg)
-			}
-			if s.b != nil {
-				s.b.number(data[start:i])
 			}
 		}
 
@@ -162,9 +153,6 @@ value:
 				if inObject && s.names != nil {
 					s.names.close()
 				}
-				if s.b != nil {
-					s.b.close()
-				}
 			case inObject:
 				return s.fail(i, "expected ',' or '}' after object member")
 			default:
@@ -193,28 +181,28 @@ func (s *scanner) key(i int) (int, *Error) {
 	if s.depth == 1 {
 		s.keyStart, s.keyEnd = i+1, end-1
 	}
-	name := data[i+1 : end-1]
-	var dup string
-	repeated := false
-	switch {
-	case s.b != nil:
-		dup, repeated = s.b.key(name, s.opts.UniqueNames)
-	case s.names != nil:
-		var unq []byte
-		if unq, repeated = s.names.add(name); repeated {
-			dup = string(unq)
+	if s.names != nil {
+		if e := s.member(i, data[i+1:end-1]); e != nil {
+			return i, e
 		}
-	}
-	if repeated {
-		e := s.fail(i, "duplicate member name")
-		e.Kind, e.Name = DuplicateName, dup
-		return i, e
 	}
 	i = skipWS(data, end)
 	if i >= len(data) || data[i] != ':' {
 		return i, s.fail(i, "expected ':' after object member name")
 	}
 	return skipWS(data, i+1), nil
+}
+
+// member records a member name and refuses a repeated one. It is apart
+// from key so that the common case, without UniqueNames, stays small.
+func (s *scanner) member(at int, name []byte) *Error {
+	unq, repeated := s.names.add(name)
+	if !repeated {
+		return nil
+	}
+	e := s.fail(at, "duplicate member name")
+	e.Kind, e.Name = DuplicateName, string(unq)
+	return e
 }
 
 // fail reports a syntax error at byte offset at, attributed to the
