@@ -88,7 +88,7 @@ func NewRow(r *audit.Record, line []byte) Row {
 		LeafHash: hex.EncodeToString(leaf[:]),
 		V:        int32(r.Version),
 		ID:       r.ID,
-		Time:     r.Time.UTC(),
+		Time:     r.Time.UTC().Truncate(time.Microsecond), // as stored
 		TimeNS:   r.Time.UnixNano(),
 		Kind:     string(r.Kind),
 	}
