@@ -10,7 +10,7 @@ import (
 )
 
 // GrantsOptions sizes a generated grants data document for the example
-// policies' grants library (deploy/policies/*/grants.rego):
+// policies' grants library (deploy/policies/lib/grants.rego):
 // data.countersign.grants[group][bucket][access] = [key prefixes].
 type GrantsOptions struct {
 	// Grants is the total number of (group, bucket, access, prefix) grants.
@@ -98,37 +98,50 @@ func Grants(o GrantsOptions) (grants map[string]map[string]map[string][]string, 
 }
 
 // WritePolicy copies a policy directory's .rego files (not its _test.rego
-// files) into outDir and writes outDir/data.json: the directory's own
-// data.json with countersign.grants replaced by the generated grants and
-// the bench tables added to countersign.tables.
+// files), and those of the library directory beside it (../lib, which the
+// example policies of deploy/policies are loaded with) when there is one,
+// into outDir, and writes outDir/data.json: the directory's own data.json
+// with countersign.grants replaced by the generated grants and the bench
+// tables added to countersign.tables. outDir alone is then the policy.
 func WritePolicy(policyDir, outDir string, o GrantsOptions) (grantCount int, err error) {
 	grants, tables, err := Grants(o)
 	if err != nil {
 		return 0, err
 	}
-	entries, err := os.ReadDir(policyDir)
-	if err != nil {
-		return 0, err
+	dirs := []string{policyDir}
+	if lib := filepath.Join(filepath.Dir(filepath.Clean(policyDir)), "lib"); lib != filepath.Clean(policyDir) {
+		if info, err := os.Stat(lib); err == nil && info.IsDir() {
+			dirs = append(dirs, lib)
+		}
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return 0, err
 	}
-	copied := 0
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".rego") || strings.HasSuffix(name, "_test.rego") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(policyDir, name))
+	copied := map[string]string{} // file name -> directory
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return 0, err
 		}
-		if err := os.WriteFile(filepath.Join(outDir, name), b, 0o644); err != nil {
-			return 0, err
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".rego") || strings.HasSuffix(name, "_test.rego") {
+				continue
+			}
+			if other, ok := copied[name]; ok {
+				return 0, fmt.Errorf("%s is in both %s and %s", name, other, dir)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				return 0, err
+			}
+			if err := os.WriteFile(filepath.Join(outDir, name), b, 0o644); err != nil {
+				return 0, err
+			}
+			copied[name] = dir
 		}
-		copied++
 	}
-	if copied == 0 {
+	if len(copied) == 0 {
 		return 0, fmt.Errorf("%s: no .rego files", policyDir)
 	}
 	doc := map[string]any{}

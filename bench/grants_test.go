@@ -69,6 +69,11 @@ func TestWritePolicy(t *testing.T) {
 			t.Errorf("copied a test: %s", f)
 		}
 	}
+	for _, name := range []string{"authz.rego", "grants.rego", "guardrails.rego", "table_scope.rego", "catalog_token.rego", "location.rego"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("the example with its library: %v", err)
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(out, "data.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ import (
 //
 // One countersign and one versitygw serve the whole table. The policy is
 // testdata/adversarial/authz.rego composed with the shipped guardrails
-// (deploy/policies/guardrails): group "engineers" may use bucket "lake"
+// (deploy/policies/lib, loaded beside it): group "engineers" may use bucket "lake"
 // except "denied/"; admin operations and dangerous headers are refused.
 
 // advReadTimeout is countersign's limits.read_timeout for this suite, short
@@ -103,7 +103,7 @@ func newAdversarialHarness(t *testing.T) *advHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard, err := filepath.Abs("../deploy/policies/guardrails")
+	guard, err := filepath.Abs("../deploy/policies/lib")
 	if err != nil {
 		t.Fatal(err)
 	}

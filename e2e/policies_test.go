@@ -8,16 +8,21 @@ import (
 )
 
 // combinedPolicyConfig runs countersign with the shipped example policy
-// deploy/policies/combined (group grants + table scope + guardrails).
+// deploy/policies/combined (group grants + table scope + guardrails),
+// loaded with the library deploy/policies/lib.
 func combinedPolicyConfig(t *testing.T, port int) string {
 	t.Helper()
+	lib, err := filepath.Abs("../deploy/policies/lib")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir, err := filepath.Abs("../deploy/policies/combined")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := baseConfig(t, port)
 	i := strings.Index(cfg, "policy:\n")
-	return cfg[:i] + "policy:\n  paths: [" + quote(dir) + "]\n"
+	return cfg[:i] + "policy:\n  paths: [" + quote(lib) + ", " + quote(dir) + "]\n"
 }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }

@@ -21,8 +21,7 @@ import (
 // Package is the Rego package countersign queries.
 const Package = "countersign.authz"
 
-// Options says where the policy comes from. Exactly one of Paths and FS
-// is used.
+// Options says where the policy comes from: Paths on disk, or Paths in FS.
 type Options struct {
 	// Paths are .rego files, data files (.json, .yaml) or directories of
 	// them. Files ending in _test.rego are skipped (see countersign policy
@@ -30,8 +29,8 @@ type Options struct {
 	// (names starting with "."; Kubernetes mounts ConfigMaps with hidden
 	// "..data" copies that would otherwise load twice).
 	Paths []string
-	// FS, if set, is loaded instead of Paths (used for the embedded example
-	// policy of serve -dev).
+	// FS, if set, is read instead of the disk, Paths being paths in it
+	// (default "."), for the embedded example policy of serve -dev.
 	FS fs.FS
 	// FastPath configures the per-scope cache of partially evaluated
 	// policies (on by default).
@@ -58,8 +57,12 @@ type Engine struct {
 func Load(ctx context.Context, opts Options) (*Engine, error) {
 	eo := engineOptions{fast: opts.FastPath, onCache: opts.OnCache, onRemembered: opts.OnRemembered}
 	if opts.FS != nil {
+		paths := opts.Paths
+		if len(paths) == 0 {
+			paths = []string{"."}
+		}
 		l := loader.NewFileLoader().WithRegoVersion(ast.RegoV1).WithFS(opts.FS)
-		res, err := l.Filtered([]string{"."}, skipFiles)
+		res, err := l.Filtered(paths, skipFiles)
 		if err != nil {
 			return nil, fmt.Errorf("policy: loading the embedded policy: %w", err)
 		}

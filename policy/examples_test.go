@@ -15,10 +15,13 @@ import (
 
 const examplesDir = "../deploy/policies"
 
-// TestExamplePolicies loads every complete example policy the way serve
-// does (Load, _test.rego skipped) and runs every example directory's Rego
-// tests the way `countersign policy test deploy/policies/...` does, so an
-// example that breaks fails go test.
+// libDir is the example policies' library, loaded with each of them.
+var libDir = filepath.Join(examplesDir, "lib")
+
+// TestExamplePolicies loads every complete example policy with the library
+// the way serve does (Load of two paths, _test.rego skipped) and runs
+// every example directory's Rego tests with the library, so an example that
+// breaks fails go test.
 func TestExamplePolicies(t *testing.T) {
 	entries, err := os.ReadDir(examplesDir)
 	if err != nil {
@@ -30,10 +33,14 @@ func TestExamplePolicies(t *testing.T) {
 			continue
 		}
 		dir := filepath.Join(examplesDir, e.Name())
+		paths := []string{libDir, dir}
+		if dir == libDir {
+			paths = []string{dir}
+		}
 		t.Run(e.Name(), func(t *testing.T) {
 			ctx := context.Background()
 			if _, err := os.Stat(filepath.Join(dir, "authz.rego")); err == nil {
-				eng, err := policy.Load(ctx, policy.Options{Paths: []string{dir}})
+				eng, err := policy.Load(ctx, policy.Options{Paths: paths})
 				if err != nil {
 					t.Fatalf("Load: %v", err)
 				}
@@ -46,7 +53,7 @@ func TestExamplePolicies(t *testing.T) {
 				t.Fatal("no Rego tests: every example policy ships its own")
 			}
 			var out bytes.Buffer
-			sum, err := policy.RunTests(ctx, []string{dir}, policy.TestOptions{Output: &out})
+			sum, err := policy.RunTests(ctx, paths, policy.TestOptions{Output: &out})
 			if err != nil {
 				t.Fatalf("RunTests: %v\n%s", err, out.String())
 			}
@@ -62,8 +69,9 @@ func TestExamplePolicies(t *testing.T) {
 	}
 }
 
-// TestExamplePatternRunsEveryDirectory: the "dir/..." form tests each
-// example directory on its own and finds them all.
+// TestExamplePatternRunsEveryDirectory: the "dir/..." form tests the
+// library on its own, and each example directory with the library (without
+// the library's tests), and finds them all.
 func TestExamplePatternRunsEveryDirectory(t *testing.T) {
 	var out bytes.Buffer
 	sum, err := policy.RunTests(context.Background(), []string{examplesDir + "/..."}, policy.TestOptions{Output: &out})
@@ -73,50 +81,55 @@ func TestExamplePatternRunsEveryDirectory(t *testing.T) {
 	if !sum.OK() {
 		t.Fatalf("%+v\n%s", sum, out.String())
 	}
-	for _, d := range []string{"guardrails", "grants", "table-scope", "catalog-token", "combined", "dev"} {
-		if !strings.Contains(out.String(), "=== "+filepath.Join(examplesDir, d)+"\n") {
-			t.Errorf("directory %s not tested:\n%s", d, out.String())
+	if !strings.Contains(out.String(), "=== "+libDir+"\n") {
+		t.Errorf("the library is not tested on its own:\n%s", out.String())
+	}
+	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev"} {
+		if !strings.Contains(out.String(), "=== "+filepath.Join(examplesDir, d)+" (with "+libDir+")\n") {
+			t.Errorf("directory %s not tested with the library:\n%s", d, out.String())
 		}
+	}
+	if n := strings.Count(out.String(), "=== "); n != 6 {
+		t.Errorf("%d units, want the library and five examples:\n%s", n, out.String())
+	}
+	var libOnly bytes.Buffer
+	libSum, err := policy.RunTests(context.Background(), []string{libDir}, policy.TestOptions{Output: &libOnly})
+	if err != nil || !libSum.OK() {
+		t.Fatalf("%+v %v\n%s", libSum, err, libOnly.String())
+	}
+	var each int
+	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev"} {
+		s, err := policy.RunTests(context.Background(), []string{filepath.Join(examplesDir, d) + "/..."}, policy.TestOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		each += s.Total()
+	}
+	if sum.Total() != libSum.Total()+each {
+		t.Errorf("%d tests in all, want the library's %d once plus the examples' %d", sum.Total(), libSum.Total(), each)
 	}
 }
 
-// TestLibraryCopiesIdentical: the example policies share library files by
-// copy (each directory is a complete policy on its own); every copy of a
-// library must be byte-identical, so a fix is made everywhere.
-func TestLibraryCopiesIdentical(t *testing.T) {
-	copies := map[string]map[string][]string{} // file name -> content -> dirs
-	err := filepath.WalkDir(examplesDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+// TestLibraryNotCopied: the library files live once, in lib/; an example
+// directory holds its authz.rego, its data and its tests only, so a fix
+// to a library lands once.
+func TestLibraryNotCopied(t *testing.T) {
+	lib, err := filepath.Glob(filepath.Join(libDir, "*.rego"))
+	if err != nil || len(lib) < 5 {
+		t.Fatalf("library files %v, %v", lib, err)
+	}
+	err = filepath.WalkDir(examplesDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Dir(path) == libDir {
 			return err
 		}
 		name := d.Name()
-		if !strings.HasSuffix(name, ".rego") || strings.HasSuffix(name, "_test.rego") || name == "authz.rego" {
-			return nil
+		if strings.HasSuffix(name, ".rego") && !strings.HasSuffix(name, "_test.rego") && name != "authz.rego" {
+			t.Errorf("%s: library code belongs in %s, loaded with every example", path, libDir)
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if copies[name] == nil {
-			copies[name] = map[string][]string{}
-		}
-		copies[name][string(b)] = append(copies[name][string(b)], filepath.Dir(path))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for name, versions := range copies {
-		if len(versions) > 1 {
-			var where []string
-			for _, dirs := range versions {
-				where = append(where, strings.Join(dirs, ","))
-			}
-			t.Errorf("%s differs between copies: %s", name, strings.Join(where, " vs "))
-		}
-	}
-	if len(copies["guardrails.rego"]) != 1 {
-		t.Error("guardrails.rego not found")
 	}
 }
 
@@ -124,7 +137,8 @@ func TestLibraryCopiesIdentical(t *testing.T) {
 // null principal on the warehouse bucket only.
 func TestDevPolicyEmbedded(t *testing.T) {
 	ctx := context.Background()
-	eng, err := policy.Load(ctx, policy.Options{FS: policies.Dev()})
+	fsys, paths := policies.Dev()
+	eng, err := policy.Load(ctx, policy.Options{FS: fsys, Paths: paths})
 	if err != nil {
 		t.Fatal(err)
 	}

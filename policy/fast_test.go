@@ -48,10 +48,18 @@ func forceBuild(e *Engine) {
 	}
 }
 
-// testEngine loads dir; grants, if set, replaces data.countersign.grants.
+// testEngine loads dir, and the library beside it when there is one (an
+// example policy of deploy/policies with deploy/policies/lib, as serve
+// loads them); grants, if set, replaces data.countersign.grants.
 func testEngine(t testing.TB, dir string, grants map[string]any, opts engineOptions) *Engine {
 	t.Helper()
-	res, err := loader.NewFileLoader().WithRegoVersion(ast.RegoV1).Filtered([]string{dir}, skipFiles)
+	paths := []string{dir}
+	if lib := filepath.Join(filepath.Dir(dir), "lib"); lib != dir {
+		if _, err := os.Stat(lib); err == nil {
+			paths = []string{lib, dir}
+		}
+	}
+	res, err := loader.NewFileLoader().WithRegoVersion(ast.RegoV1).Filtered(paths, skipFiles)
 	if err != nil {
 		t.Fatal(err)
 	}

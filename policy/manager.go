@@ -27,6 +27,8 @@ type ManagerOptions struct {
 	// FS, if set, is loaded once instead of the SourceConfig and never
 	// reloaded (the embedded policy of serve -dev).
 	FS fs.FS
+	// FSPaths are the paths in FS loaded together (default ".").
+	FSPaths []string
 	// Logger receives reload successes (info) and failures (error, with
 	// the file and line of a compile error). Default: discard.
 	Logger *slog.Logger
@@ -135,7 +137,7 @@ func NewManager(ctx context.Context, src SourceConfig, opts ManagerOptions) (*Ma
 	if opts.FS != nil {
 		m.source = "embedded policy"
 		m.status.Source = m.source
-		e, err := Load(ctx, Options{FS: opts.FS, FastPath: opts.FastPath, OnCache: opts.OnCache, OnRemembered: opts.OnRemembered})
+		e, err := Load(ctx, Options{FS: opts.FS, Paths: opts.FSPaths, FastPath: opts.FastPath, OnCache: opts.OnCache, OnRemembered: opts.OnRemembered})
 		if err != nil {
 			return nil, err
 		}

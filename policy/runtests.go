@@ -49,8 +49,11 @@ func (s TestSummary) OK() bool { return s.Pass > 0 && s.Fail == 0 && s.Error == 
 // paths with OPA's tester, and writes a report like `opa test`. The paths
 // are loaded together as one policy, _test.rego files included. A path
 // ending in "/..." stands for every directory below it that contains
-// *_test.rego files, each loaded and tested on its own (as each example
-// directory of deploy/policies is a complete policy of its own).
+// *_test.rego files, each loaded and tested on its own. A directory named
+// "lib" there is a library: it is tested on its own, and loaded, without
+// its tests, with every other directory below its parent (as each example
+// of deploy/policies is a complete policy together with
+// deploy/policies/lib), so a library's tests run once.
 //
 // The error is for what prevents running tests at all: unreadable paths,
 // parse or compile errors (with file and line), an invalid Run pattern.
@@ -70,7 +73,7 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (TestSummar
 			if i > 0 {
 				fmt.Fprintln(out)
 			}
-			fmt.Fprintf(out, "=== %s\n", strings.Join(unit, " "))
+			fmt.Fprintf(out, "=== %s\n", unit)
 		}
 		s, err := runTestUnit(ctx, unit, opts, out)
 		if err != nil {
@@ -87,11 +90,26 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (TestSummar
 	return sum, nil
 }
 
+// testUnit is one set of paths loaded and tested together: the tests of
+// paths run, libs are loaded without their tests.
+type testUnit struct {
+	paths, libs []string
+}
+
+func (u testUnit) String() string {
+	s := strings.Join(u.paths, " ")
+	if len(u.libs) > 0 {
+		s += " (with " + strings.Join(u.libs, " ") + ")"
+	}
+	return s
+}
+
 // testUnits groups paths into the sets loaded together: all plain paths in
-// one, and one per test directory found under each "dir/..." pattern.
-func testUnits(paths []string) ([][]string, error) {
+// one, and one per test directory found under each "dir/..." pattern, with
+// the libraries it is loaded with.
+func testUnits(paths []string) ([]testUnit, error) {
 	var plain []string
-	var units [][]string
+	var units []testUnit
 	for _, p := range paths {
 		root, ok := strings.CutSuffix(filepath.ToSlash(p), "/...")
 		if !ok && p != "..." {
@@ -109,16 +127,48 @@ func testUnits(paths []string) ([][]string, error) {
 			return nil, fmt.Errorf("policy: no *_test.rego files under %s", root)
 		}
 		for _, d := range found {
-			units = append(units, []string{d})
+			libs, err := libraries(filepath.FromSlash(root), d)
+			if err != nil {
+				return nil, err
+			}
+			units = append(units, testUnit{paths: []string{d}, libs: libs})
 		}
 	}
 	if len(plain) > 0 {
-		units = append([][]string{plain}, units...)
+		units = append([]testUnit{{paths: plain}}, units...)
 	}
 	if len(units) == 0 {
 		return nil, errors.New("policy: no test paths given")
 	}
 	return units, nil
+}
+
+// libDir is the name of a library directory under a "dir/..." pattern.
+const libDir = "lib"
+
+// libraries lists the library directories dir is loaded with: a directory
+// named lib beside dir or beside one of its parents up to root, nearest
+// last. A library itself has none.
+func libraries(root, dir string) ([]string, error) {
+	if filepath.Base(dir) == libDir {
+		return nil, nil
+	}
+	var libs []string
+	for d := dir; ; {
+		parent := filepath.Dir(d)
+		if lib := filepath.Join(parent, libDir); lib != d {
+			switch info, err := os.Stat(lib); {
+			case err == nil && info.IsDir():
+				libs = append([]string{lib}, libs...)
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				return nil, err
+			}
+		}
+		if filepath.Clean(d) == filepath.Clean(root) || parent == d {
+			return libs, nil
+		}
+		d = parent
+	}
 }
 
 // testDirs lists the directories under root that directly contain a
@@ -151,8 +201,25 @@ func testDirs(root string) ([]string, error) {
 	return dirs, err
 }
 
-func runTestUnit(ctx context.Context, paths []string, opts TestOptions, out io.Writer) (TestSummary, error) {
-	modules, store, err := tester.LoadWithRegoVersion(paths, skipHidden, ast.RegoV1)
+func runTestUnit(ctx context.Context, unit testUnit, opts TestOptions, out io.Writer) (TestSummary, error) {
+	// The loader calls the filter with the paths as given, joined with
+	// the names below them.
+	filter := func(path string, info fs.FileInfo, depth int) bool {
+		if skipHidden(path, info, depth) {
+			return true
+		}
+		if info.IsDir() || !isTestFile(info.Name()) {
+			return false
+		}
+		for _, lib := range unit.libs {
+			if rel, err := filepath.Rel(lib, path); err == nil && filepath.IsLocal(rel) {
+				return true // a library's tests run in its own unit
+			}
+		}
+		return false
+	}
+	paths := append(slices.Clone(unit.libs), unit.paths...)
+	modules, store, err := tester.LoadWithRegoVersion(paths, filter, ast.RegoV1)
 	if err != nil {
 		return TestSummary{}, fmt.Errorf("policy: loading %s: %w", strings.Join(paths, ", "), err)
 	}

@@ -25,7 +25,7 @@ import (
 // and copying from a version are reads, decided and recorded with it.
 func TestVersionDeleteDeniedByGrantsExample(t *testing.T) {
 	dir := t.TempDir()
-	s := newExampleServer(t, "../deploy/policies/grants", dir)
+	s := newExampleServer(t, dir, "../deploy/policies/lib", "../deploy/policies/grants")
 	etl := "Bearer " + mintToken("etl-job", time.Now().Add(time.Hour), "etl")
 	ana := "Bearer " + mintToken("ana", time.Now().Add(time.Hour), "analysts")
 	const obj = "http://localhost:7070/lake/wh/db/t/data/old.parquet"
@@ -92,11 +92,12 @@ func TestVersionDeleteDeniedByGrantsExample(t *testing.T) {
 	}
 }
 
-// newExampleServer is newTestServer with a shipped example policy
-// directory and the audit log in auditDir.
-func newExampleServer(t testing.TB, policyDir, auditDir string) *Server {
+// newExampleServer is newTestServer with a shipped example policy (its
+// directory and the library, as policy.paths) and the audit log in
+// auditDir.
+func newExampleServer(t testing.TB, auditDir string, policyPaths ...string) *Server {
 	t.Helper()
-	engine, err := policy.Load(context.Background(), policy.Options{Paths: []string{policyDir}})
+	engine, err := policy.Load(context.Background(), policy.Options{Paths: policyPaths})
 	if err != nil {
 		t.Fatal(err)
 	}

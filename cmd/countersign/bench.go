@@ -312,7 +312,7 @@ func runGenGrants(args []string, stdout, stderr io.Writer) int {
 	w := bench.DefaultWorkload()
 	n := fs.Int("n", 10000, "number of grants (group, bucket, access, prefix) in the data document")
 	groups := fs.Int("groups", 100, "groups bench-g0 ... (every one gets read/write/delete/list on every bench table)")
-	policyDir := fs.String("policy", "deploy/policies/combined", "example policy directory to copy (its .rego files, not its tests)")
+	policyDir := fs.String("policy", "deploy/policies/combined", "example policy directory to copy, with the library beside it (../lib): their .rego files, not their tests")
 	out := fs.String("out", "", "output directory (required)")
 	listen := fs.String("listen", "127.0.0.1:8181", "listen address of full.yaml")
 	floorListen := fs.String("floor-listen", "127.0.0.1:8182", "listen address of floor.yaml (serve it with -"+cannedFlagName+")")

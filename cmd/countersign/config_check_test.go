@@ -226,11 +226,15 @@ func TestConfigCheckTLS(t *testing.T) {
 
 func TestConfigCheckLoadPolicy(t *testing.T) {
 	checkTestEnv(t)
+	lib, err := filepath.Abs("../../deploy/policies/lib")
+	if err != nil {
+		t.Fatal(err)
+	}
 	combined, err := filepath.Abs("../../deploy/policies/combined")
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := strings.Replace(checkTestValid, "/nonexistent/policy", combined, 1)
+	good := strings.Replace(checkTestValid, "/nonexistent/policy", lib+", "+combined, 1)
 	if code, out, errOut := runCheck(t, good, "-load-policy"); code != 0 || out != "ok\n" {
 		t.Fatalf("shipped policy: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

@@ -120,7 +120,7 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 		OnRemembered:  m.DecisionCache,
 	}
 	if dev && !cfg.Policy.Configured() {
-		mo.FS = policies.Dev()
+		mo.FS, mo.FSPaths = policies.Dev()
 	}
 	pm, err := policy.NewManager(ctx, cfg.Policy, mo)
 	if err != nil {

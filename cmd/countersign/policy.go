@@ -19,7 +19,9 @@ const policyUsage = `Usage:
       Run the Rego unit tests (rules named test_*) in the .rego files under
       PATH, like "opa test": the PATHs are loaded together, _test.rego files
       included. PATH/... tests every directory below PATH that holds
-      *_test.rego files on its own (e.g. deploy/policies/...). Exits 1 on
+      *_test.rego files on its own (e.g. deploy/policies/...); a directory
+      named lib there is a library, tested once on its own and loaded
+      (without its tests) with each directory below its parent. Exits 1 on
       any failure, or when no test was found.
 
   countersign policy eval -policy PATH [-policy PATH]... [-input FILE|-] [PATH...]

@@ -145,9 +145,13 @@ func TestPolicyTestExamples(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "0 failed, 0 errors") {
 		t.Fatalf("code %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, d := range []string{"grants", "table-scope", "guardrails", "catalog-token", "combined", "dev"} {
-		if !strings.Contains(stdout, "=== "+filepath.Join("../../deploy/policies", d)) {
-			t.Errorf("%s not tested:\n%s", d, stdout)
+	lib := filepath.Join("../../deploy/policies", "lib")
+	if !strings.Contains(stdout, "=== "+lib+"\n") {
+		t.Errorf("the library not tested on its own:\n%s", stdout)
+	}
+	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev"} {
+		if !strings.Contains(stdout, "=== "+filepath.Join("../../deploy/policies", d)+" (with "+lib+")\n") {
+			t.Errorf("%s not tested with the library:\n%s", d, stdout)
 		}
 	}
 	// A directory pattern with no tests below it fails.
@@ -225,7 +229,7 @@ func TestPolicyEvalExample(t *testing.T) {
 		"copy_source": null, "table": null,
 		"request": {"method": "GET", "region": "us-east-1", "host": "lake.s3.us-east-1.amazonaws.com", "headers": {}},
 		"source": {"ip": "10.0.0.7"}}`)
-	code, stdout, stderr := runPolicyCmd(t, "eval", "-policy", "../../deploy/policies/grants", "-input", in)
+	code, stdout, stderr := runPolicyCmd(t, "eval", "-policy", "../../deploy/policies/lib", "-policy", "../../deploy/policies/grants", "-input", in)
 	if code != 0 || !strings.Contains(stdout, `"allow":false`) ||
 		!strings.Contains(stdout, "no group of ann grants read on arn:aws:s3:::lake/wh/db/t2/data/f.parquet") {
 		t.Fatalf("%d %s %s", code, stdout, stderr)

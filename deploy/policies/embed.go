@@ -1,5 +1,6 @@
 // Package policies ships countersign's example policies. The dev policy is
-// embedded in the binary for `countersign serve -dev`.
+// embedded in the binary for `countersign serve -dev`, with the library it
+// is loaded with (lib/).
 package policies
 
 import (
@@ -7,14 +8,12 @@ import (
 	"io/fs"
 )
 
-//go:embed dev/*.rego dev/*.json
+//go:embed dev/*.rego dev/*.json lib/*.rego
 var files embed.FS
 
-// Dev returns the development policy (dev/), rooted at its directory.
-func Dev() fs.FS {
-	sub, err := fs.Sub(files, "dev")
-	if err != nil {
-		panic(err) // the directory is embedded at build time
-	}
-	return sub
+// Dev returns the development policy: an FS holding dev/ and lib/, and
+// the paths in it to load together (policy.ManagerOptions FS and FSPaths),
+// as the two directories are loaded from disk.
+func Dev() (fs.FS, []string) {
+	return files, []string{"lib", "dev"}
 }

@@ -31,11 +31,13 @@ const (
 	healthPath    = "/healthz"
 	readyPath     = "/readyz"
 	metricsPath   = "/metrics"
-	// policySource is what the policy ConfigMap countersign-policy is
-	// generated from (deploy/policies/kustomization.yaml).
+	// policyConfigMap is generated from the library and the combined
+	// example (deploy/policies/kustomization.yaml), in one directory.
 	policyConfigMap = "countersign-policy"
-	policySource    = policy + "/combined"
 )
+
+// policySources are the directories countersign-policy is generated from.
+var policySources = []string{policy + "/lib", policy + "/combined"}
 
 // rendered is one kustomize build, by kind.
 type rendered struct {
@@ -600,7 +602,7 @@ func checkConfigAndMounts(t *testing.T, r *rendered, sts *appsv1.StatefulSet, c 
 
 // checkPolicyConfigMap compiles and evaluates the policy exactly as it is
 // mounted, and checks that countersign-policy carries all of
-// deploy/policies/combined.
+// deploy/policies/lib and deploy/policies/combined.
 func checkPolicyConfigMap(t *testing.T, cm *corev1.ConfigMap) {
 	dir := t.TempDir()
 	for k, v := range cm.Data {
@@ -612,16 +614,24 @@ func checkPolicyConfigMap(t *testing.T, cm *corev1.ConfigMap) {
 	if cm.Name != policyConfigMap {
 		return
 	}
-	entries, err := os.ReadDir(policySource)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want []string
-	for _, e := range entries {
-		n := e.Name()
-		switch filepath.Ext(n) {
-		case ".rego", ".json", ".yaml", ".yml":
-			if !strings.HasSuffix(n, "_test.rego") {
+	from := map[string]string{} // file name -> source directory
+	for _, src := range policySources {
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			n := e.Name()
+			switch filepath.Ext(n) {
+			case ".rego", ".json", ".yaml", ".yml":
+				if strings.HasSuffix(n, "_test.rego") {
+					continue
+				}
+				if other, ok := from[n]; ok {
+					t.Errorf("%s is in %s and %s: one ConfigMap directory cannot hold both", n, other, src)
+				}
+				from[n] = src
 				want = append(want, n)
 			}
 		}
@@ -629,16 +639,16 @@ func checkPolicyConfigMap(t *testing.T, cm *corev1.ConfigMap) {
 	got := sortedKeys(cm.Data)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("ConfigMap %s has %v, but %s has %v: update deploy/policies/kustomization.yaml", cm.Name, got, policySource, want)
+		t.Errorf("ConfigMap %s has %v, but %v have %v: update deploy/policies/kustomization.yaml", cm.Name, got, policySources, want)
 	}
 	for _, n := range want {
 		got, ok := cm.Data[n]
 		if !ok {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(policySource, n))
+		b, err := os.ReadFile(filepath.Join(from[n], n))
 		if err == nil && string(b) != got {
-			t.Errorf("ConfigMap %s: %s differs from %s", cm.Name, n, filepath.Join(policySource, n))
+			t.Errorf("ConfigMap %s: %s differs from %s", cm.Name, n, filepath.Join(from[n], n))
 		}
 	}
 }

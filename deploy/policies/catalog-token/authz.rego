@@ -1,6 +1,6 @@
-# Complete policy: catalog-issued table-scoped tokens (catalog_token.rego,
-# location.rego, trusted issuers in data.json) under the guardrails
-# (guardrails.rego). See README.md.
+# Complete policy, loaded with ../lib: catalog-issued table-scoped tokens
+# (lib/catalog_token.rego, lib/location.rego, trusted issuers in data.json)
+# under the guardrails (lib/guardrails.rego). See README.md.
 package countersign.authz
 
 import data.countersign.lib.catalog_token

@@ -1,4 +1,5 @@
-# Complete policy combining every library of deploy/policies:
+# Complete policy combining every library of deploy/policies/lib, loaded
+# with it:
 #
 #   restrictions (deny, any one refuses):
 #     guardrails     admin/Unknown operations, dangerous headers, input version

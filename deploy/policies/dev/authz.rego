@@ -2,9 +2,9 @@
 # production: every caller — authenticated or not (principal null) — may
 # read, write, delete and list objects in the development buckets listed
 # in data.countersign.dev.buckets, but not remove object versions for
-# good. The guardrails (guardrails.rego) still deny admin operations (ACLs,
-# bucket configuration, unknown requests) and headers that change an
-# object's protection.
+# good. The guardrails (lib/guardrails.rego, embedded with this directory)
+# still deny admin operations (ACLs, bucket configuration, unknown
+# requests) and headers that change an object's protection.
 package countersign.authz
 
 import data.countersign.lib.guardrails

@@ -1,5 +1,6 @@
-# Complete policy: group grants on key prefixes (grants.rego, data in
-# data.json) under the guardrails (guardrails.rego). See README.md.
+# Complete policy, loaded with ../lib: group grants on key prefixes
+# (lib/grants.rego, data in data.json) under the guardrails
+# (lib/guardrails.rego). See README.md.
 package countersign.authz
 
 import data.countersign.lib.grants

@@ -1,6 +1,7 @@
-# Complete policy: per-table grants and locations from the catalog
-# (table_scope.rego, location.rego, data in data.json) under the guardrails
-# (guardrails.rego). Only the per-table sign route is allowed. See README.md.
+# Complete policy, loaded with ../lib: per-table grants and locations from
+# the catalog (lib/table_scope.rego, lib/location.rego, data in data.json)
+# under the guardrails (lib/guardrails.rego). Only the per-table sign route
+# is allowed. See README.md.
 package countersign.authz
 
 import data.countersign.lib.guardrails

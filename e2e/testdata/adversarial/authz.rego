@@ -1,7 +1,7 @@
 # Policy for the adversarial suite (adversarial_test.go): members of group
 # "engineers" may read, write, delete and list bucket "lake" except keys
 # under "denied/"; everything else is denied. It composes the shipped
-# guardrails (deploy/policies/guardrails, loaded beside this file), so the
+# guardrails (deploy/policies/lib, loaded beside this file), so the
 # suite also proves that the guardrails refuse dangerous headers and admin
 # operations through the real endpoint. The source of a copy is decided
 # as its own object (a read), so the rules above cover it: this policy

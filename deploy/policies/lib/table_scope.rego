@@ -18,8 +18,8 @@
 # allows: it defers to the policy's other rules. A policy made of this
 # library alone therefore refuses the legacy route.
 #
-# A library, not a complete policy (see README.md, "Composition"); every
-# copy of this file in deploy/policies is identical.
+# A library, not a complete policy (see README.md, "Composition"); the
+# complete policies in deploy/policies are loaded with this directory.
 package countersign.lib.table_scope
 
 import data.countersign.lib.location

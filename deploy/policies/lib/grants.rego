@@ -19,8 +19,8 @@
 # Prefixes are plain string prefixes, as in IAM: end them with "/" ("wh/db/t/")
 # or "wh/db/t" would also cover "wh/db/t_old/".
 #
-# A library, not a complete policy (see README.md, "Composition"); every
-# copy of this file in deploy/policies is identical.
+# A library, not a complete policy (see README.md, "Composition"); the
+# complete policies in deploy/policies are loaded with this directory.
 package countersign.lib.grants
 
 import data.countersign.grants

@@ -18,8 +18,8 @@
 # (`deny`), and then the token allows (`allow`). Without one, this library
 # neither denies nor allows.
 #
-# A library, not a complete policy (see README.md, "Composition"); every
-# copy of this file in deploy/policies is identical.
+# A library, not a complete policy (see README.md, "Composition"); the
+# complete policies in deploy/policies are loaded with this directory.
 package countersign.lib.catalog_token
 
 import data.countersign.catalog_token as config

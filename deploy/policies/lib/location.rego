@@ -1,6 +1,5 @@
 # S3 locations ("s3://bucket/path/") and whether an object or a list prefix
-# lies under one. A library shared by table_scope and catalog_token; every
-# copy of this file in deploy/policies is identical.
+# lies under one. A library shared by table_scope and catalog_token.
 package countersign.lib.location
 
 # parse("s3://lake/wh/db/t") is {"bucket": "lake", "prefix": "wh/db/t/"}.

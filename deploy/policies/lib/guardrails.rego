@@ -1,7 +1,7 @@
 # Guardrails: requests that no grant should ever allow, whoever asks.
 #
 # A library, not a complete policy: every complete policy in
-# deploy/policies carries an identical copy of this file and refuses when
+# deploy/policies is loaded with this directory (lib/) and refuses when
 # `deny` is not empty (see README.md, "Composition").
 #
 # Every deny rule here must fire even on a malformed input, so: messages
