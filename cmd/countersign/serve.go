@@ -38,22 +38,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 		fmt.Fprintln(stderr, "countersign serve: -config FILE is required (or -dev for a local development setup)")
 		return 2
 	}
-	var base Config
-	if *dev {
-		base = devConfig()
-	}
-	cfg, err := loadConfig(*configPath, base)
+	cfg, err := loadServeConfig(*configPath, *dev)
 	if err != nil {
-		fmt.Fprintln(stderr, "countersign:", err)
-		return 1
-	}
-	if *dev {
-		if err := fillDevSecrets(&cfg); err != nil {
-			fmt.Fprintln(stderr, "countersign: dev setup:", err)
-			return 1
-		}
-	}
-	if err := cfg.validate(*dev); err != nil {
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1
 	}
@@ -75,11 +61,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "countersign: listen: %v\n", err)
-		return 1
-	}
 	defer func() {
 		// A log that could not be sealed (a full disk) is a failed stop:
 		// the exit code says so, as the log line does.
@@ -87,6 +68,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 			code = 1
 		}
 	}()
+	// Both listeners open before either serves: a failure leaves nothing
+	// serving while the stages close.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "countersign: listen: %v\n", err)
+		return 1
+	}
+	var adminLn net.Listener
+	if cfg.AdminListen != "" {
+		if adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "countersign: admin_listen: %v\n", err)
+			return 1
+		}
+	}
 	if *dev {
 		if err := printDevBanner(stdout, cfg, ln.Addr().String()); err != nil {
 			fmt.Fprintln(stderr, "countersign:", err)
@@ -96,19 +92,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	log.Info("countersign serving", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "version", version, "dev", *dev)
 
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	if cfg.AdminListen != "" {
+	if adminLn != nil {
 		srv.DisableMetricsOnSignListener()
-		adminLn, err := net.Listen("tcp", cfg.AdminListen)
-		if err != nil {
-			fmt.Fprintf(stderr, "countersign: admin_listen: %v\n", err)
-			return 1
-		}
 		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
 		defer admin.Close()
 		go func() { errc <- admin.Serve(adminLn) }()
 		log.Info("admin endpoints serving", "addr", adminLn.Addr().String())
 	}
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		log.Error("server stopped", "err", err)
@@ -130,4 +121,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 		return 1
 	}
 	return 0
+}
+
+// loadServeConfig is serve's configuration: the file (or -dev's embedded
+// defaults, or both), the environment, -dev's generated secrets, checked.
+func loadServeConfig(path string, dev bool) (Config, error) {
+	var base Config
+	if dev {
+		base = devConfig()
+	}
+	cfg, err := loadConfig(path, base)
+	if err != nil {
+		return cfg, err
+	}
+	if dev {
+		if err := fillDevSecrets(&cfg); err != nil {
+			return cfg, fmt.Errorf("dev setup: %w", err)
+		}
+	}
+	return cfg, cfg.validate(dev)
 }
