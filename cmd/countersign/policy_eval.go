@@ -13,9 +13,6 @@ import (
 	"github.com/countersign/countersign/policy"
 )
 
-// policyStdin is where `policy eval -input -` reads (tests replace it).
-var policyStdin io.Reader = os.Stdin
-
 // evalResult is what `policy eval` prints.
 type evalResult struct {
 	Allow    bool   `json:"allow"`
@@ -23,8 +20,14 @@ type evalResult struct {
 	Revision string `json:"revision"`
 }
 
-// runPolicyEval implements `countersign policy eval`.
+// runPolicyEval implements `countersign policy eval`, reading `-input -`
+// from the process's standard input.
 func runPolicyEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return policyEval(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// policyEval is runPolicyEval with standard input given (for tests).
+func policyEval(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("policy eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -47,7 +50,7 @@ func runPolicyEval(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var raw []byte
 	var err error
 	if *inputPath == "-" {
-		raw, err = io.ReadAll(policyStdin)
+		raw, err = io.ReadAll(stdin)
 	} else {
 		raw, err = os.ReadFile(*inputPath)
 	}

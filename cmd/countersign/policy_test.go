@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,9 +193,9 @@ func TestPolicyEval(t *testing.T) {
 	}
 
 	// Standard input, policy as a positional path, a denial with its reason.
-	policyStdin = strings.NewReader(`{"version": 1, "resource": {"bucket": "other", "key": "k"}}`)
-	t.Cleanup(func() { policyStdin = os.Stdin })
-	code, stdout, _ = runPolicyCmd(t, "eval", "-input", "-", dir)
+	var out bytes.Buffer
+	code = policyEval(context.Background(), []string{"-input", "-", dir}, strings.NewReader(`{"version": 1, "resource": {"bucket": "other", "key": "k"}}`), &out, io.Discard)
+	stdout = out.String()
 	if code != 0 || stdout != `{"allow":false,"reason":"not the lake","revision":"`+eng.Revision()+"\"}\n" {
 		t.Fatalf("deny: %d %q", code, stdout)
 	}
