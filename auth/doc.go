@@ -22,8 +22,9 @@
 //  2. Cache: SHA-256 of the token; a hit is valid until exp+leeway and
 //     while the key set generation is unchanged (cache.go).
 //  3. Shape and header (token.go): three strict base64url segments, a
-//     JSON object header without duplicate names; JWE, crit and b64 are
-//     refused.
+//     header that is one strict JSON object (internal/strictjson: UTF-8,
+//     no duplicate names at any depth); JWE, crit and b64 are refused.
+//     The claims are held to the same JSON rules after the signature.
 //  4. alg must be in auth.allowed_algorithms ("none" never is; HS256 only
 //     with the development secret, never from a JWKS).
 //  5. Key by kid (keyset.go); an unknown kid triggers a rate-limited
