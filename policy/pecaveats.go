@@ -21,11 +21,12 @@ import (
 //     drop it. So after a reference to a risky rule, or to any rule that
 //     reaches one (riskyReach), every later expression of the body must be
 //     one partial evaluation certainly saves without deciding it: of a
-//     saved shape (a call, a test of a term, an equality of terms that are
-//     not composite literals), reading a per-object field directly or a
-//     variable bound by such an expression. Dependence through a rule
-//     partial evaluation inlines is not enough (the inlined value can be
-//     known on the scope). Kept rules of the decision package are targets
+//     saved shape (a built-in call, a test of a term, an equality of terms
+//     that are not composite literals), reading a per-object field (or a
+//     document holding one) directly or a variable bound by such an
+//     expression, and nothing under data. Dependence through a rule or
+//     function partial evaluation inlines is not enough (the inlined body
+//     can be decided on the scope). Kept rules of the decision package are targets
 //     of the query: always evaluated, their conflicts surface. (Partial
 //     evaluation reports no conflict of what it evaluates itself: see
 //     tracedFunctions.)
@@ -51,6 +52,12 @@ func peCaveat(c *ast.Compiler, kept []string) (why string, strictNeg bool) {
 		}
 	}
 	reach := riskyReach(c, risky)
+	arity := map[string]int{} // the risky functions' arities: their calls are saved
+	for p := range risky {
+		if rs := c.GetRulesExact(ast.MustParseRef(p)); len(rs) > 0 && len(rs[0].Head.Args) > 0 {
+			arity[p] = len(rs[0].Head.Args)
+		}
+	}
 	var all []string
 	for p := range dep {
 		all = append(all, p)
@@ -65,7 +72,7 @@ func peCaveat(c *ast.Compiler, kept []string) (why string, strictNeg bool) {
 						ast.WalkVars(a, func(v ast.Var) bool { tainted.Add(v); return false })
 					}
 				}
-				top := caveatScan{reach: reach, bindDepends: func(t *ast.Term) bool { return termDepends(t, tainted, dep, all) }}
+				top := caveatScan{reach: reach, arity: arity, bindDepends: func(t *ast.Term) bool { return termDepends(t, tainted, dep, all) }}
 				w, neg := top.body(b.Body, func(e *ast.Expr) {
 					if exprDepends(e, tainted, dep, all) {
 						walkOperandVars(e, func(v ast.Var) { tainted.Add(v) })
@@ -77,7 +84,7 @@ func peCaveat(c *ast.Compiler, kept []string) (why string, strictNeg bool) {
 				}
 				// Nested bodies (comprehensions, every): judged without
 				// knowing which outer variables depend, conservatively.
-				nested := caveatScan{reach: reach, nested: true}
+				nested := caveatScan{reach: reach, arity: arity, nested: true}
 				ast.WalkBodies(b.Body, func(nb ast.Body) bool {
 					if w == "" && !bodySame(nb, b.Body) {
 						var neg bool
@@ -179,6 +186,9 @@ func composite(t *ast.Term) bool {
 // caveatScan scans one body for the two caveats.
 type caveatScan struct {
 	reach map[string]bool // riskyReach
+	// arity of each risky (kept) function: partial evaluation saves its
+	// calls, so their outputs are unknown.
+	arity map[string]int
 	// bindDepends says whether a term bound to a variable depends on the
 	// per-object fields (strictNeg); nil for a nested body: every one may.
 	bindDepends func(*ast.Term) bool
@@ -195,7 +205,12 @@ func (s caveatScan) body(body ast.Body, after func(*ast.Expr)) (why string, stri
 	refVars := map[ast.Var]bool{}
 	pending := "" // a risky reference whose conflict later expressions could hide
 	for _, e := range body {
-		certain := !s.nested && savedWhole(e) && (readsObject(e) || usesVar(e, saved))
+		kept, out := s.keptCall(e)
+		// A second call of the pending function is saved like the first
+		// (if partial evaluation saved nothing for it, it is undefined
+		// everywhere and cannot conflict).
+		certain := !s.nested && savedWhole(e) &&
+			(kept != "" && kept == pending || !readsData(e) && (readsObject(e) || usesVar(e, saved)))
 		if pending != "" && !certain {
 			return fmt.Sprintf("%s may conflict, and partial evaluation can drop the conflict", pending), strictNeg
 		}
@@ -204,6 +219,9 @@ func (s caveatScan) body(body ast.Body, after func(*ast.Expr)) (why string, stri
 		}
 		if certain {
 			walkOperandVars(e, func(v ast.Var) { saved.Add(v) })
+		}
+		if out != nil && !s.nested {
+			walkOperandVars(&ast.Expr{Terms: out}, func(v ast.Var) { saved.Add(v) })
 		}
 		if e.Negated {
 			var found ast.Var
@@ -235,19 +253,65 @@ func (s caveatScan) body(body ast.Body, after func(*ast.Expr)) (why string, stri
 	return "", strictNeg
 }
 
-// readsObject: e reads one of the per-object fields (or something inside
-// one) by a reference partial evaluation cannot resolve on the scope.
+// keptCall: e is a call of a risky function, its path and the term its
+// output is unified with (nil when the call is a test).
+func (s caveatScan) keptCall(e *ast.Expr) (string, *ast.Term) {
+	ts, ok := e.Terms.([]*ast.Term)
+	if !ok || e.Negated || len(ts) == 0 {
+		return "", nil
+	}
+	op, ok := ts[0].Value.(ast.Ref)
+	if !ok {
+		return "", nil
+	}
+	p := op.String()
+	n, ok := s.arity[p]
+	if !ok {
+		return "", nil
+	}
+	if len(ts)-1 == n+1 {
+		return p, ts[n+1]
+	}
+	return p, nil
+}
+
+// readsObject: e reads a per-object field, or a document holding one
+// (`input`, `input.resource`), by a ground reference: what partial
+// evaluation's save set contains, so a built-in call or a unification
+// with it is saved.
 func readsObject(e *ast.Expr) bool {
 	found := false
-	ast.WalkRefs(e, func(r ast.Ref) bool {
-		if found || !r[0].Equal(ast.InputRootDocument) {
-			return found
+	ast.WalkTerms(e, func(t *ast.Term) bool {
+		if found {
+			return true
 		}
-		for _, u := range unknownRefs() {
-			if len(r) >= len(u) && r[:len(u)].Equal(u) {
-				found = true
+		switch v := t.Value.(type) {
+		case ast.Var:
+			found = v.Equal(ast.InputRootDocument.Value)
+		case ast.Ref:
+			if v.IsGround() && v[0].Equal(ast.InputRootDocument) {
+				for _, u := range unknownRefs() {
+					found = found || v.HasPrefix(u) || u.HasPrefix(v)
+				}
 			}
+			for _, p := range v[1:] { // not the head: input.principal is not input
+				found = found || readsObject(&ast.Expr{Terms: p})
+			}
+			return true
 		}
+		return found
+	})
+	return found
+}
+
+// readsData: e calls a function or reads a rule or document under data.
+// Partial evaluation inlines those and can decide them on the scope (an
+// inlined body that fails, a function that is undefined there), so such
+// an expression is never certainly saved.
+func readsData(e *ast.Expr) bool {
+	found := false
+	ast.WalkRefs(e, func(r ast.Ref) bool {
+		found = found || r[0].Equal(ast.DefaultRootDocument)
 		return found
 	})
 	return found
