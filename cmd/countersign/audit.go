@@ -16,14 +16,16 @@ import (
 // auditUsage is the `countersign audit` help, and its lines for the
 // top-level usage.
 const auditUsage = `Usage:
-  countersign audit verify [-dir DIR] -pubkey FILE|-pubkey-text KEY [-partial] [-trusted FILE]...
+  countersign audit verify [-dir DIR] -pubkey FILE|-pubkey-text KEY [-partial] [-trusted FILE]... [-export OUT]
       Check the audit log in DIR: seq continuity, every record, the Merkle
       tree against every signed checkpoint, checkpoint signatures and
       consistency, segment seals. Names the first bad record (file, line,
       seq) and exits 1. What a crash or a full disk leaves at the end (a
       torn last line, a segment whose creation failed) is listed as an
       artefact, not tampering, and exits 0. -pubkey/-pubkey-text may
-      repeat (rotated keys).
+      repeat (rotated keys). With -export, also check that export: each
+      sealed segment's file holds exactly its records (seq, leaf hash and
+      every column), no row missing or extra.
 
   countersign audit query [-dir DIR] [-principal P] [-key K | -key-prefix KP] [-bucket B]
                           [-since T] [-until T] [-decision D] [-kind K]
@@ -32,6 +34,13 @@ const auditUsage = `Usage:
       (2026-11-30, UTC) or a duration ago (24h). Examples:
         every object P touched:   -principal P -since T1 -until T2 -distinct object
         every principal of K:     -bucket B -key K -distinct principal
+
+  countersign audit export [-dir DIR] [-out DIR]
+      Write every sealed segment as Parquet for SQL engines, one file per
+      segment: OUT/node=<id>/day=<YYYY-MM-DD>/seg-<first seq>.parquet (the
+      day of its first record), a row per record with seq, node and its
+      Merkle leaf hash. The open segment is skipped; files already there
+      are kept. "audit verify -export OUT" checks an export.
 
   countersign audit proof [-dir DIR] -id EVENTID [-size N]
       Print the inclusion proof (JSON) of one record against the newest
@@ -54,6 +63,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return commands{prog: "countersign audit", usage: auditUsage, table: map[string]command{
 		"verify":       runAuditVerify,
 		"query":        runAuditQuery,
+		"export":       runAuditExport,
 		"proof":        runAuditProof,
 		"verify-proof": runAuditVerifyProof,
 		"keygen":       runAuditKeygen,

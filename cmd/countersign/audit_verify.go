@@ -26,6 +26,7 @@ func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) 
 	configPath := fs.String("config", "", "countersign configuration whose audit.upload names the bucket to read")
 	source := fs.String("source", "local", "with -config: bucket (the uploaded segments) or both (bucket and -dir together)")
 	node := fs.String("node", "", "with -config: the node whose uploads to read (default audit.node_id)")
+	exportDir := fs.String("export", "", "also check the Parquet export in this directory (from audit export) against the log")
 	if !auditParseFlags(fs, args, stderr, 0) {
 		return 2
 	}
@@ -92,6 +93,9 @@ func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	for _, a := range res.Abandoned {
 		fmt.Fprintf(stdout, "abandoned: %s after byte %d (%d bytes never acknowledged, ignored)\n", a.Name, a.ValidBytes, a.IgnoredBytes)
+	}
+	if *exportDir != "" {
+		return auditCheckExport(fsys, *exportDir, stdout)
 	}
 	return 0
 }
