@@ -227,6 +227,7 @@ func Run(ctx context.Context, t Target, o RunOptions) (*RunReport, error) {
 		prefix:  prefix,
 		bearers: bearers,
 		scans:   newScanTracker(int64(o.Plan.Len())),
+		per:     int64(o.Plan.Len()),
 	}
 	r.limit = -1
 	if o.Requests > 0 {
@@ -325,7 +326,7 @@ type runner struct {
 	scans    *scanTracker
 
 	nextUnit atomic.Int64 // the next unit's sequence number (scan * units + unit)
-	next     atomic.Int64 // the next request's sequence number
+	per      int64        // requests per scan
 	done     atomic.Int64 // requests answered (or failed)
 	errs     atomic.Int64
 	// canned: a verified response had the floor's fake signature.
@@ -413,7 +414,11 @@ func (k *worker) send(ctx context.Context, pass int64, idx int) bool {
 	if !r.deadline.IsZero() && !k.now.Before(r.deadline) {
 		return false
 	}
-	n := r.next.Add(1) - 1
+	// The request's place in the plan's order (scan after scan), not in
+	// the order workers get to it: a limit of N sends exactly the plan's
+	// first N requests, so the scans it covers complete however the
+	// workers interleave.
+	n := pass*r.per + int64(idx)
 	if r.limit >= 0 && n >= r.limit {
 		return false
 	}
