@@ -63,6 +63,17 @@ func TestCommitDelayGroupsABusyBatch(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Again the Reporter runs after the Appends return: wait until it has
+	// seen both records, in one batch or two.
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, b := range batches[before:] {
+			n += b
+		}
+		return n >= 2
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if got := batches[before:]; len(got) != 1 || got[0] != 2 {
