@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -46,6 +47,11 @@ func TestAuditExportDuckDB(t *testing.T) {
 		"bob_window": `SELECT seq, id, leaf_hash, time_ns, coalesce(principal_id, '-') AS principal, decision
 			FROM ` + table + ` WHERE day BETWEEN '2026-11-29' AND '2026-12-01' AND principal_id = 'bob'
 			AND time >= TIMESTAMPTZ '` + since + `' AND time < TIMESTAMPTZ '` + until + `' ORDER BY seq`,
+		// NULL exactly when absent: an empty list or string is not NULL.
+		"empties": `SELECT count(*) FILTER (WHERE principal_groups = []) AS empty_groups,
+			count(*) FILTER (WHERE principal_groups IS NULL) AS null_groups,
+			count(*) FILTER (WHERE prefix = '') AS empty_prefix,
+			count(*) FILTER (WHERE prefix IS NULL) AS null_prefix FROM ` + table,
 		"all": `SELECT count(*) AS records, count(DISTINCT seq) AS seqs, min(seq) AS first, max(seq) AS last,
 			string_agg(DISTINCT node, ',' ORDER BY node) AS nodes, string_agg(DISTINCT day::VARCHAR, ',' ORDER BY day::VARCHAR) AS days FROM ` + table,
 	}
@@ -109,6 +115,30 @@ func TestAuditExportDuckDB(t *testing.T) {
 	compare("key_records", records("-bucket", "lake", "-key", oddKey), "seq", "id", "leaf_hash", "time_ns", "principal", "decision")
 	compare("bob_window", records("-principal", "bob", "-since", since, "-until", until), "seq", "id", "leaf_hash", "time_ns", "principal", "decision")
 	all := records()
+	var empties [4]int
+	err := audit.Query(context.Background(), os.DirFS(dir), audit.Filter{}, func(r *audit.Record, _ []byte) error {
+		switch {
+		case r.Principal == nil:
+			empties[1]++
+		case len(r.Principal.Groups) == 0:
+			empties[0]++
+		}
+		switch {
+		case r.Prefix == nil:
+			empties[3]++
+		case *r.Prefix == "":
+			empties[2]++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empties[0] == 0 || empties[2] == 0 {
+		t.Fatalf("the log has no empty groups or prefix to test: %v", empties)
+	}
+	compare("empties", [][]string{{fmt.Sprint(empties[0]), fmt.Sprint(empties[1]), fmt.Sprint(empties[2]), fmt.Sprint(empties[3])}},
+		"empty_groups", "null_groups", "empty_prefix", "null_prefix")
 	compare("all", [][]string{{fmt.Sprint(len(all)), fmt.Sprint(len(all)), "0", fmt.Sprint(len(all) - 1), "node-1", "2026-11-30,2026-12-01"}},
 		"records", "seqs", "first", "last", "nodes", "days")
 }

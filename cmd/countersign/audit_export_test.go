@@ -61,6 +61,10 @@ func exportFixture(t *testing.T, n int) (pub, dir string) {
 			r.Operation, r.Action, r.Access, r.Key, r.Prefix, r.Role = "ListObjectsV2", "s3:ListBucket", "list", "", &p, audit.RoleBucket
 		case 4:
 			r.VersionID = fmt.Sprintf("v%d", i%3)
+		case 7: // present but empty: [] and "", not NULL
+			p := ""
+			r.Principal.Groups = []string{}
+			r.Operation, r.Action, r.Access, r.Key, r.Prefix, r.Role = "ListObjectsV2", "s3:ListBucket", "list", "", &p, audit.RoleBucket
 		case 5, 6:
 			r.Key, r.Bucket = oddKey, "lake"
 		}
