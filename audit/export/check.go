@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +36,10 @@ type CheckResult struct {
 	// Files and Rows were checked and match; Problems are the rest.
 	Files, Rows int
 	// Open segments have no export (and must not have one).
-	Open     []string
+	Open []string
+	// Earlier are files of segments before the log's first (uploaded and
+	// removed from the directory): not checked, not extra.
+	Earlier  []string
 	Problems []Problem
 }
 
@@ -61,6 +65,10 @@ func Check(fsys fs.FS, out string) (*CheckResult, error) {
 	}
 	expected := map[string]bool{} // export paths of finished segments
 	nodes := map[string]bool{}
+	var first uint64
+	if len(segs) > 0 {
+		first = segs[0].First
+	}
 	for i, seg := range segs {
 		if !seg.HasRecords {
 			continue
@@ -100,9 +108,14 @@ func Check(fsys fs.FS, out string) (*CheckResult, error) {
 			if err != nil {
 				return err
 			}
-			if d.Type().IsRegular() && strings.HasSuffix(path, ".parquet") && !expected[path] {
-				add(Problem{File: path, Seq: -1, Msg: "extra file: no finished segment of this log exports to it"})
+			if !d.Type().IsRegular() || !strings.HasSuffix(path, ".parquet") || expected[path] {
+				return nil
 			}
+			if n, ok := fileFirst(d.Name()); ok && n < first {
+				res.Earlier = append(res.Earlier, path)
+				return nil
+			}
+			add(Problem{File: path, Seq: -1, Msg: "extra file: no finished segment of this log exports to it"})
 			return nil
 		})
 		if err != nil && !os.IsNotExist(err) {
@@ -177,4 +190,14 @@ func diffColumn(a, b *Row) string {
 		}
 	}
 	return ""
+}
+
+// fileFirst is the first seq in an export file's name.
+func fileFirst(name string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(strings.TrimSuffix(name, ".parquet"), "seg-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return n, err == nil
 }

@@ -136,6 +136,29 @@ func TestCheck(t *testing.T) {
 		}
 		want(t, check(t, out), f, -1, "missing")
 	})
+	t.Run("segments removed after upload", func(t *testing.T) {
+		out, ex := fresh(t)
+		// The log as a directory whose first segments are gone.
+		dir := t.TempDir()
+		segs, _ := filepath.Glob(filepath.Join(tl.dir, "seg-*"))
+		for _, f := range segs {
+			if strings.HasPrefix(filepath.Base(f), strings.TrimSuffix(ex.Written[0].Segment, ".jsonl")) {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+		}
+		res, err := Check(os.DirFS(dir), out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Problems) != 0 || len(res.Earlier) != 1 || res.Earlier[0] != ex.Written[0].Path || res.Files != len(ex.Written)-1 {
+			t.Fatalf("problems %v, earlier %v, %d files; want none, %s, %d", res.Problems, res.Earlier, res.Files, ex.Written[0].Path, len(ex.Written)-1)
+		}
+	})
 	t.Run("extra file", func(t *testing.T) {
 		out, ex := fresh(t)
 		b, err := os.ReadFile(ex.Written[0].Path)

@@ -64,5 +64,8 @@ func auditCheckExport(fsys fs.FS, out string, stdout io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "ok: export %s: %d files, %d rows, each the record with its seq and leaf hash; %d open segments not exported\n",
 		out, res.Files, res.Rows, len(res.Open))
+	if len(res.Earlier) > 0 {
+		fmt.Fprintf(stdout, "note: %d files of segments before this log's first were not checked (uploaded and removed here? check with -config and -source both)\n", len(res.Earlier))
+	}
 	return 0
 }
