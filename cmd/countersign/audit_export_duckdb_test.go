@@ -23,6 +23,11 @@ import (
 // and requires the same rows and counts. It fails, not skips, without
 // node or npm: they are on every machine that runs make test.
 func TestAuditExportDuckDB(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is required (Node.js 20 or later, with npm): DuckDB's engine is installed from npm", tool)
+		}
+	}
 	_, dir := exportFixture(t, 300)
 	out := filepath.Join(t.TempDir(), "export")
 	if code, stdout, stderr := runAuditCmd(t, "export", "-dir", dir, "-out", out); code != 0 {
