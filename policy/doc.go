@@ -2,107 +2,40 @@
 // action, by evaluating an Open Policy Agent policy (package
 // countersign.authz, rule allow, optional reason).
 //
+// The package loads a policy (Load, from files or an embedded tree;
+// Manager, from files or an OPA bundle it keeps fresh: manager.go,
+// source.go, snapshot.go, bundle.go), admits it (a package
+// countersign.authz with a rule allow, and no allow that allows what no
+// rule decided: allowcheck.go), and decides (Engine.Authorize, engine.go).
+// RunTests runs a policy's own tests (runtests.go, countersign policy
+// test).
+//
 // # Fast path
 //
 // A scan asks the same question — principal P reads the objects of table T
 // — thousands of times with a different key each time, and a full
 // evaluation of the policy package with a 10,000-grant data document
-// costs more than the rest of the request. The fast path makes a decision
-// an order of magnitude cheaper (bench/README.md, "Policy decisions"), and
-// every decision stays exactly the full evaluation's (Allow, Reason, and
-// the error when OPA reports one). docs/design.md, "Fast path", gives the
-// argument in short.
+// costs more than the rest of the request. The fast path, package
+// policy/internal/fastpath (policy/internal/fastpath/doc.go), decides an
+// object from its scope's residual policy, partially evaluated once per
+// scope and cached, an order of magnitude cheaper (bench/README.md,
+// "Policy decisions"), and every decision stays exactly the full
+// evaluation's (Allow, Reason, and the error when OPA reports one).
+// docs/design.md, "Fast path", gives the argument in short.
 //
-// The scope of a decision is the input without its per-object fields
-// (resource.key, resource.arn, resource.prefix, resource.version_id,
-// request.headers, and source, so that the executors of one scan share a
-// scope): principal
-// (claims included), operation, action, access, bucket, copy source,
-// table, method, region, host. Its exact encoding keys the cache (a hash
-// finds the entry; the whole key is compared).
-//
-//   - At the second decision of a scope, OPA partially evaluates the policy
-//     in the background, the per-object fields unknown, for allow, reason
-//     and every other rule of the package (the full evaluation evaluates
-//     them all, and reports their errors). Decisions meanwhile are full
-//     evaluations. For the grants example the residual is, per grant of
-//     the principal's groups, a startswith(input.resource.key, "<prefix>").
-//   - Per object, an interpreter in this package evaluates the residual:
-//     no OPA evaluation and no JSON; the object's fields are read where
-//     they are; an index picks the candidate rules by their startswith and
-//     equality tests on those fields; built-ins run OPA's implementations
-//     (or equivalent Go code for the common ones, tested against them).
-//   - The residuals' recent decisions are remembered (4,096 for all scopes,
-//     direct-mapped, about 1 MB) by scope and the object's key, ARN, version,
-//     prefix, source and header names, when the decision read no header
-//     value: an engine reads a file several times (its footer, then
-//     column chunks), each read with another Range and
-//     amz-sdk-invocation-id, and the policy's answer is the same. Whether a header value was read is tracked where values
-//     are produced (they are lazy strings; a lookup, an iteration's value
-//     used, or the headers object built all count), so a policy that reads
-//     one is evaluated for every object. TestFastPathSemantics and
-//     TestFastPathDifferential decide each input's sibling (same object,
-//     other header values) and compare it with OPA too.
-//   - The cache is an LRU (golang-lru, FastPathOptions.CacheSize scopes,
-//     DefaultCacheSize, and at most 50,000 residual rules, about 50 MB)
-//     behind a lock-free direct-mapped front: a hot scope is found with
-//     atomic loads only. Every Engine has its own: a reload starts empty,
-//     and a residual never outlives the policy and data it was computed
-//     from.
-//
-// Exactness. Partial evaluation inlines rules into their callers; OPA
-// reports an error when a complete rule or function has two values (a
-// conflict), and inlined branches would instead both succeed. A static
-// analysis (conflicts.go) finds the rules that may conflict and depend on
-// the per-object fields; those are kept as rules of the residual, where
-// the interpreter detects conflicts as topdown does. Any conflict, Halt
-// error, or construct the interpreter does not implement makes that object
-// fall back to the full evaluation, which then returns OPA's answer or
-// error. Always fully evaluated (Engine.FastPath says why): policies with
-// non-deterministic built-ins (http.send, time.now_ns, rand.intn,
-// io.jwt.decode_verify, ...) or with, and data documents inside
-// countersign.authz. Fully evaluated per scope: residuals with every,
-// comprehensions or partial objects over the per-object fields, else chains
-// that depend on them, references to base documents by them, or calls of
-// a built-in that is not on the allow-list (builtins.go: reviewed pure
-// functions only); and policies where partial evaluation itself is not
-// exact (pecaveats.go: a kept function's conflict that a later failing
-// expression would drop; a reference moved into a negation by copy
-// propagation, checked per object). The index compares equality guards as
-// Rego does: strings byte for byte, numbers and composites by OPA's own
-// equality (1, 1.0, 1e0 and to_number("01") are equal). Strings
-// that are not valid UTF-8 (which JSON would alter) and a canceled context
-// go to the full evaluation too. TestFastPathDifferential compares every
-// decision with rego's own evaluation on thousands of random inputs per
-// example policy and on the 10,000-grant document; TestFastPathSemantics
-// does the same on policies written to conflict, iterate and err;
-// TestGeneratedPoliciesDifferential and FuzzGeneratedPolicies on random
-// policies (policygen_test.go). Their inputs' seeds change every run and
-// are logged (COUNTERSIGN_TEST_SEED repeats one); make unit runs them at
-// full size without -race.
+// This package knows it only through fastpath.go: an Engine builds its
+// cache with fastpath.New (FastPathOptions; a reload builds a new Engine,
+// so the cache starts empty), Authorize asks Cache.Decide first and
+// evaluates the whole package when it cannot decide, and Engine.FastPath
+// says why a policy is always fully evaluated (http.send, time.now_ns or
+// with, for example). The fast path's tests, its differential tests
+// against rego's own evaluation and the policy fuzzer live beside it.
 //
 // # Upgrading OPA
 //
 // The fast path depends on how OPA compiles, partially evaluates and
-// evaluates. After changing the OPA version in go.mod:
-//
-//  1. go test ./policy/: TestBuiltinsReviewed names every new built-in;
-//     review each (pure function of its operands? no clock, randomness,
-//     network or evaluation state? not a relation?) and add it to
-//     fastBuiltins or refusedBuiltins. Until then it is refused (safe).
-//  2. Run the differential tests at full size and the generated policies
-//     for 10 minutes, and commit what the fuzzer saved:
-//     go test -count=1 -run Differential ./policy/ and
-//     go test -run '^$' -fuzz '^FuzzGeneratedPolicies$' -fuzztime 10m ./policy/.
-//  3. Reread the release notes for changes to partial evaluation (copy
-//     propagation, inlining, saved expressions), ast.NumberCompare and
-//     value equality, built-in error handling, and the compiler stages
-//     residualSkipStages skips; a change there is a change of the
-//     residuals' meaning, even when the tests pass.
-//  4. Check pecaveats.go still describes OPA: if a caveat is fixed
-//     upstream, TestPartialEvalCaveats shows it (remove the caveat only
-//     with the fuzzer's agreement).
-//  5. Rerun the benchmarks and update bench/README.md, "Policy decisions".
+// evaluates: policy/internal/fastpath/doc.go, "Upgrading OPA", is the
+// checklist.
 //
 // OnCache (ManagerOptions) is called once per decision the fast path was
 // asked for: true when a cached residual decided.

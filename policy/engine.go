@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/countersign/countersign/policy/internal/fastpath"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -19,7 +20,7 @@ import (
 )
 
 // Package is the Rego package countersign queries.
-const Package = "countersign.authz"
+const Package = fastpath.Package
 
 // Options says where the policy comes from: Paths on disk, or Paths in FS.
 type Options struct {
@@ -46,9 +47,9 @@ type Options struct {
 type Engine struct {
 	query    rego.PreparedEvalQuery
 	revision string
-	content  string    // hash of modules and data, whatever the revision says
-	fast     *fastPath // nil: every decision is a full evaluation
-	noFast   string    // why fast is nil
+	content  string          // hash of modules and data, whatever the revision says
+	fast     *fastpath.Cache // nil: every decision is a full evaluation
+	noFast   string          // why fast is nil
 }
 
 // Load compiles the policy and prepares the decision query. A policy that
@@ -229,7 +230,7 @@ func (e *Engine) Revision() string { return e.revision }
 // when it can, and falls back to the full evaluation when it cannot.
 func (e *Engine) Authorize(ctx context.Context, in *Input) (Decision, error) {
 	if e.fast != nil {
-		if allow, reason, ok := e.fast.decide(ctx, in); ok {
+		if allow, reason, ok := e.fast.Decide(ctx, in); ok {
 			return Decision{Allow: allow, Reason: reason, Revision: e.revision}, nil
 		}
 	}
@@ -237,9 +238,9 @@ func (e *Engine) Authorize(ctx context.Context, in *Input) (Decision, error) {
 }
 
 // authorizeFull evaluates the whole policy package for in, with the input
-// converted directly to its AST (inputValue) when it can be.
+// converted directly to its AST (fastpath.InputValue) when it can be.
 func (e *Engine) authorizeFull(ctx context.Context, in *Input) (Decision, error) {
-	if v, ok := inputValue(in); ok {
+	if v, ok := fastpath.InputValue(in); ok {
 		return e.evalFull(ctx, rego.EvalParsedInput(v))
 	}
 	return e.evalFull(ctx, rego.EvalInput(in))

@@ -1,4 +1,4 @@
-package policy
+package fastpath
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
 )
@@ -62,11 +63,11 @@ var (
 
 // newKnownInput converts in the way the full evaluation does and removes
 // the per-object fields.
-func newKnownInput(in *Input) (*knownInput, error) {
+func newKnownInput(in *policyinput.Input) (*knownInput, error) {
 	cp := *in
 	cp.Resource.Key, cp.Resource.ARN, cp.Resource.Prefix, cp.Resource.VersionID = "", "", nil, ""
 	cp.Request.Headers = nil
-	cp.Source = Source{}
+	cp.Source = policyinput.Source{}
 	var x any = &cp
 	if err := util.RoundTripFast(&x); err != nil {
 		return nil, err
@@ -195,7 +196,7 @@ func (l *lazyStr) IsGround() bool                       { return true }
 func (l *lazyStr) String() string                       { return l.value().String() }
 func (l *lazyStr) StringLength() int                    { return l.value().StringLength() }
 
-func (o *objInput) reset(k *knownInput, in *Input) {
+func (o *objInput) reset(k *knownInput, in *policyinput.Input) {
 	o.k = k
 	o.key = lazyStr{s: in.Resource.Key}
 	o.arn = lazyStr{s: in.Resource.ARN}
@@ -355,7 +356,7 @@ func (l *lazyVal) StringLength() int                    { return l.value().Strin
 // validObjectFields reports whether the per-object fields are valid UTF-8:
 // the full evaluation's JSON round trip would replace invalid bytes, and
 // the fast path reads the fields as they are.
-func validObjectFields(in *Input) bool {
+func validObjectFields(in *policyinput.Input) bool {
 	if !utf8.ValidString(in.Resource.Key) || !utf8.ValidString(in.Resource.ARN) || !utf8.ValidString(in.Resource.VersionID) || !utf8.ValidString(in.Source.IP) {
 		return false
 	}
@@ -374,7 +375,7 @@ func validObjectFields(in *Input) bool {
 // decision that read no header value depends on: the key, ARN, prefix,
 // version, source and the header names (in order, and whether there are headers at
 // all: a nil map is JSON null).
-func appendObjectKey(b []byte, in *Input) []byte {
+func appendObjectKey(b []byte, in *policyinput.Input) []byte {
 	b = appendStr(b, in.Resource.Key)
 	b = appendStr(b, in.Resource.ARN)
 	if p := in.Resource.Prefix; p == nil {
@@ -400,7 +401,7 @@ func appendObjectKey(b []byte, in *Input) []byte {
 // is not a per-object field: two inputs with the same encoding have the
 // same known input, so they share a residual. ok is false if some value
 // cannot be encoded.
-func appendScopeKey(b []byte, in *Input) ([]byte, bool) {
+func appendScopeKey(b []byte, in *policyinput.Input) ([]byte, bool) {
 	b = binary.AppendVarint(b, int64(in.Version))
 	if p := in.Principal; p == nil {
 		b = append(b, 0)

@@ -1,9 +1,10 @@
-package policy
+package fastpath
 
 import (
 	"slices"
 	"testing"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -65,7 +66,7 @@ func TestBuiltinRefusedFallsBack(t *testing.T) {
 			}
 			forceBuild(e)
 			g := newInputGen(21, exampleGrants(t))
-			g.stream(40, func(in *Input) { checkSame(t, e, in) })
+			g.stream(40, func(in *policyinput.Input) { checkSame(t, e, in) })
 			st := &e.fast.stats
 			if st.hits.Load() != 0 || st.failed.Load() == 0 {
 				t.Fatalf("%d fast decisions, %d unsupported residuals: %s ran on the fast path", st.hits.Load(), st.failed.Load(), name)

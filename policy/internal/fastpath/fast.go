@@ -1,4 +1,4 @@
-package policy
+package fastpath
 
 import (
 	"bytes"
@@ -11,22 +11,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 )
 
-// FastPathOptions configures the fast path: partial evaluation of the policy
-// once per scope, cached, and the residual evaluated per object (see the
-// package documentation).
-type FastPathOptions struct {
-	// Disabled turns it off: every decision is a full evaluation.
-	Disabled bool `yaml:"disabled"`
-	// CacheSize is how many scopes keep their residual policy (least
-	// recently used first out). Default DefaultCacheSize. Whatever the
-	// size, the cached residuals hold at most 50,000 rules (about 50 MB).
-	CacheSize int `yaml:"cache_size"`
+// Package is the Rego package whose documents the fast path decides
+// (policy.Package).
+const Package = "countersign.authz"
+
+// Options configures a Cache.
+type Options struct {
+	// CacheSize is how many scopes keep their residual program (least
+	// recently used first out); DefaultCacheSize when not positive.
+	// Whatever the size, the cached residuals hold at most 50,000 rules
+	// (about 50 MB).
+	CacheSize int
+	// OnCache, if set, is called once per decision the cache was asked
+	// for: true when a residual decided. OnRemembered, if set, is called
+	// per decision of a residual: true when it was a remembered one.
+	OnCache      func(hit bool)
+	OnRemembered func(hit bool)
 }
 
 // DefaultCacheSize is the default number of cached scopes. A scope's
@@ -53,10 +60,11 @@ const (
 	residualNamespace = "countersign_residual"
 )
 
-// fastPath is an Engine's cache of residual programs, one per scope. A new
-// Engine (a reload) starts with an empty one: nothing outlives the policy
-// and data it was computed from.
-type fastPath struct {
+// Cache is an engine's cache of residual programs, one per scope: it
+// builds a scope's program (in the background, at its second sighting)
+// and decides objects with it. A new engine (a reload) starts with an
+// empty one: nothing outlives the policy and data it was computed from.
+type Cache struct {
 	onCache      func(hit bool)
 	onRemembered func(hit bool)
 	admitAfter   int  // sightings of a scope before it is built (2; tests: 1)
@@ -119,7 +127,7 @@ type scope struct {
 	known *knownInput
 	prog  *program // nil: unsupported, decide by full evaluation
 	err   error
-	id    uint64 // unique in its fastPath: names the scope in memo
+	id    uint64 // unique in its Cache: names the scope in memo
 }
 
 // memoDecision is a remembered decision of scope id's residual for the
@@ -132,13 +140,10 @@ type memoDecision struct {
 	reason string
 }
 
-// newFastPath returns nil, and a reason, when the policy must always be
-// fully evaluated.
-func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, eo engineOptions) (*fastPath, string) {
-	opts := eo.fast
-	if opts.Disabled {
-		return nil, "disabled"
-	}
+// New returns the cache of the policy mods (compiled over store, which
+// holds docs), or nil and the reason when the policy must always be fully
+// evaluated.
+func New(mods []*ast.Module, docs map[string]any, store storage.Store, opts Options) (*Cache, string) {
 	if why := fastIneligible(mods, docs); why != "" {
 		return nil, why
 	}
@@ -169,8 +174,8 @@ func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, e
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	f := &fastPath{
-		onCache: eo.onCache, onRemembered: eo.onRemembered, admitAfter: 2,
+	f := &Cache{
+		onCache: opts.OnCache, onRemembered: opts.OnRemembered, admitAfter: 2,
 		mods: mods, store: store, helper: helper, query: q.String(),
 		nTargets: len(targets), reasonIdx: reasonIdx,
 		seed: maphash.MakeSeed(), maxRules: maxCachedRules,
@@ -187,7 +192,7 @@ func newFastPath(mods []*ast.Module, docs map[string]any, store storage.Store, e
 }
 
 // testHookFastPath, if set, adjusts every new fast path (tests).
-var testHookFastPath atomic.Pointer[func(*fastPath)]
+var testHookFastPath atomic.Pointer[func(*Cache)]
 
 // fastIneligible says why a policy cannot use the fast path: anything whose
 // result must not be reused across objects (non-deterministic built-ins such
@@ -284,16 +289,16 @@ func fastTargets(mods []*ast.Module) []string {
 	return append(out, rest...)
 }
 
-func (f *fastPath) hook(hit bool) {
+func (f *Cache) hook(hit bool) {
 	if f.onCache != nil {
 		f.onCache(hit)
 	}
 }
 
-// decide decides in from the scope's residual. ok is false when the caller
+// Decide decides in from the scope's residual. ok is false when the caller
 // must evaluate the full policy: the scope has no residual yet, its residual
 // is unsupported, or it could not decide this object exactly.
-func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason string, ok bool) {
+func (f *Cache) Decide(ctx context.Context, in *policyinput.Input) (allow bool, reason string, ok bool) {
 	if ctx.Err() != nil || !validObjectFields(in) {
 		return false, "", false // the full evaluation reports ctx's error
 	}
@@ -349,7 +354,7 @@ func (f *fastPath) decide(ctx context.Context, in *Input) (allow bool, reason st
 	return allow, reason, true
 }
 
-func (f *fastPath) lookup(h uint64, key []byte) *scope {
+func (f *Cache) lookup(h uint64, key []byte) *scope {
 	slot := &f.l1[h%l1Size]
 	if s := slot.Load(); s != nil && s.hash == h && bytes.Equal(s.key, key) {
 		return s
@@ -365,7 +370,7 @@ func (f *fastPath) lookup(h uint64, key []byte) *scope {
 // admitAfter-th, builds one (in the background: a decision never waits for
 // partial evaluation). One build runs at a time; a scope seen only once
 // costs nothing but a slot.
-func (f *fastPath) admit(h uint64, key []byte, in *Input) bool {
+func (f *Cache) admit(h uint64, key []byte, in *policyinput.Input) bool {
 	if f.admitAfter > 1 {
 		slot := &f.seen[h%seenSize]
 		if slot.Load() != h {
@@ -391,7 +396,7 @@ func (f *fastPath) admit(h uint64, key []byte, in *Input) bool {
 	return true
 }
 
-func (f *fastPath) put(s *scope) {
+func (f *Cache) put(s *scope) {
 	if old, ok := f.l2.Peek(s.hash); ok {
 		f.evicted(s.hash, old) // replaced: Add does not report it
 	}
@@ -408,14 +413,14 @@ func (f *fastPath) put(s *scope) {
 }
 
 // evicted forgets a scope the LRU let go, in the front too.
-func (f *fastPath) evicted(_ uint64, s *scope) {
+func (f *Cache) evicted(_ uint64, s *scope) {
 	if s.prog != nil {
 		f.rules.Add(-int64(s.prog.nRules))
 	}
 	f.l1[s.hash%l1Size].CompareAndSwap(s, nil)
 }
 
-func (f *fastPath) build(h uint64, key []byte, known *knownInput) {
+func (f *Cache) build(h uint64, key []byte, known *knownInput) {
 	defer f.building.Store(false)
 	s := &scope{hash: h, key: key, known: known, id: f.scopeIDs.Add(1)}
 	func() {
@@ -437,7 +442,7 @@ func (f *fastPath) build(h uint64, key []byte, known *knownInput) {
 
 // prepare compiles the policy with the helper module, finds the rules that
 // must not be inlined, and prepares the partial evaluation.
-func (f *fastPath) prepare() {
+func (f *Cache) prepare() {
 	mods := make(map[string]*ast.Module, len(f.mods)+1)
 	for i, m := range f.mods {
 		mods[fmt.Sprintf("%04d", i)] = m
@@ -481,7 +486,7 @@ func (f *fastPath) prepare() {
 
 // compileScope partially evaluates the policy for one scope and compiles
 // the residual.
-func (f *fastPath) compileScope(known *knownInput) (*program, error) {
+func (f *Cache) compileScope(known *knownInput) (*program, error) {
 	pqs, err := f.partial(known)
 	if err != nil {
 		return nil, err
@@ -491,7 +496,7 @@ func (f *fastPath) compileScope(known *knownInput) (*program, error) {
 
 // partial is the policy partially evaluated for a scope: the per-object
 // fields unknown.
-func (f *fastPath) partial(known *knownInput) (*rego.PartialQueries, error) {
+func (f *Cache) partial(known *knownInput) (*rego.PartialQueries, error) {
 	f.prepOnce.Do(f.prepare)
 	if f.prepErr != nil {
 		return nil, f.prepErr
@@ -573,7 +578,7 @@ var residualCapabilities = sync.OnceValue(func() *ast.Capabilities { return ast.
 
 // run evaluates the scope's residual for one object. valuesRead: the
 // decision used a header's value.
-func (f *fastPath) run(ctx context.Context, s *scope, in *Input) (allow bool, reason string, valuesRead bool, err error) {
+func (f *Cache) run(ctx context.Context, s *scope, in *policyinput.Input) (allow bool, reason string, valuesRead bool, err error) {
 	m := getMachine(ctx, s.prog, nil)
 	m.in = &m.inBuf
 	m.inBuf.reset(s.known, in)

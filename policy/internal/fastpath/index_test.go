@@ -1,9 +1,11 @@
-package policy
+package fastpath
 
 import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/countersign/countersign/internal/policyinput"
 )
 
 // numberTierPolicy keeps tier as a function of the residual (its last
@@ -101,9 +103,9 @@ func TestIndexNumbersByValue(t *testing.T) {
 
 // decideFast is the fast path's decision alone (ok false: it would fall
 // back to the full evaluation).
-func decideFast(ctx context.Context, e *Engine, in *Input) (Decision, bool) {
-	allow, reason, ok := e.fast.decide(ctx, in)
-	return Decision{Allow: allow, Reason: reason, Revision: e.revision}, ok
+func decideFast(ctx context.Context, e *Engine, in *policyinput.Input) (policyinput.Decision, bool) {
+	allow, reason, ok := e.fast.Decide(ctx, in)
+	return policyinput.Decision{Allow: allow, Reason: reason, Revision: e.revision}, ok
 }
 
 var _ = fmt.Sprintf

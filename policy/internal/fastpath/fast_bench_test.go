@@ -1,4 +1,4 @@
-package policy
+package fastpath
 
 import (
 	"context"
@@ -6,17 +6,19 @@ import (
 	"maps"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // Benchmarks of one decision on the 10,000-grant data document (genGrants):
 //
-//	go test -run '^$' -bench 'Authorize' -benchmem ./policy/
+//	go test -run '^$' -bench 'Authorize' -benchmem ./policy/internal/fastpath/
 //
 // Full: the full evaluation (rego.EvalInput over the package), what every
 // decision cost before the fast path. Fast: a scan — one principal reading
@@ -26,25 +28,25 @@ import (
 // the fast path's bookkeeping.
 
 // scanInputs are n reads of one table by one principal.
-func scanInputs(n int) []*Input {
-	p := &Principal{ID: "alice", Issuer: "https://idp.example/", Groups: []string{"analysts", "g001", "g002", "g017"},
+func scanInputs(n int) []*policyinput.Input {
+	p := &policyinput.Principal{ID: "alice", Issuer: "https://idp.example/", Groups: []string{"analysts", "g001", "g002", "g017"},
 		Claims: map[string]any{"exp": 1.7e9, "iat": 1.6999e9, "email": "alice@example.com"}}
-	table := &Table{Prefix: "prod", Namespace: []string{"db"}, Name: "t"}
-	ins := make([]*Input, n)
+	table := &policyinput.Table{Prefix: "prod", Namespace: []string{"db"}, Name: "t"}
+	ins := make([]*policyinput.Input, n)
 	for i := range ins {
 		key := fmt.Sprintf("wh/db/t/data/%05d-%d-0a1b2c3d.parquet", i, i%7)
-		ins[i] = &Input{
-			Version: InputVersion, Principal: p,
+		ins[i] = &policyinput.Input{
+			Version: policyinput.InputVersion, Principal: p,
 			Operation: "GetObject", Action: "s3:GetObject", Access: "read",
-			Resource: Resource{Bucket: "lake", Key: key, ARN: "arn:aws:s3:::lake/" + key},
+			Resource: policyinput.Resource{Bucket: "lake", Key: key, ARN: "arn:aws:s3:::lake/" + key},
 			Table:    table,
-			Request: Request{Method: "GET", Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com", Headers: map[string]string{
+			Request: policyinput.Request{Method: "GET", Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com", Headers: map[string]string{
 				"range":                 fmt.Sprintf("bytes=%d-%d", 4*i, 4*i+8191),
 				"amz-sdk-invocation-id": fmt.Sprintf("0f6e%04x-2f0a-4c43-9a44-7e5b7a0c%04x", i, i),
 				"x-amz-content-sha256":  "UNSIGNED-PAYLOAD",
 				"user-agent":            "aws-sdk-java/2.29.52 Linux/6.1 OpenJDK_64-Bit_Server_VM/17",
 			}},
-			Source: Source{IP: "10.0.0.7"},
+			Source: policyinput.Source{IP: "10.0.0.7"},
 		}
 	}
 	return ins
@@ -52,7 +54,7 @@ func scanInputs(n int) []*Input {
 
 // missInputs are like scanInputs, but each in a scope of its own (another
 // principal).
-func missInputs(n int) []*Input {
+func missInputs(n int) []*policyinput.Input {
 	ins := scanInputs(n)
 	for i, in := range ins {
 		p := *in.Principal
@@ -65,16 +67,16 @@ func missInputs(n int) []*Input {
 func benchEngines(b *testing.B) map[string]*Engine {
 	big := genGrants(10000)
 	return map[string]*Engine{
-		"grants-10k":   testEngine(b, filepath.Join(examplesRoot, "grants"), big, engineOptions{}),
-		"combined-10k": testEngine(b, filepath.Join(examplesRoot, "combined"), big, engineOptions{}),
+		"grants-10k":   testEngine(b, filepath.Join(examplesRoot, "grants"), big, Options{}),
+		"combined-10k": testEngine(b, filepath.Join(examplesRoot, "combined"), big, Options{}),
 	}
 }
 
-func benchDecide(b *testing.B, ins []*Input, decide func(context.Context, *Input) (Decision, error)) {
+func benchDecide(b *testing.B, ins []*policyinput.Input, decide func(context.Context, *policyinput.Input) (policyinput.Decision, error)) {
 	benchDecideWant(b, ins, true, decide)
 }
 
-func benchDecideWant(b *testing.B, ins []*Input, allow bool, decide func(context.Context, *Input) (Decision, error)) {
+func benchDecideWant(b *testing.B, ins []*policyinput.Input, allow bool, decide func(context.Context, *policyinput.Input) (policyinput.Decision, error)) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu := startCPU()
@@ -142,7 +144,7 @@ func BenchmarkAuthorizeFast(b *testing.B) {
 // remembered.
 func BenchmarkAuthorizeFastTwoReads(b *testing.B) {
 	ins := scanInputs(4096)
-	pairs := make([]*Input, 0, 2*len(ins))
+	pairs := make([]*policyinput.Input, 0, 2*len(ins))
 	for _, in := range ins {
 		col := *in
 		col.Request.Headers = maps.Clone(in.Request.Headers)
@@ -227,17 +229,18 @@ func BenchmarkAuthorizeFastMiss(b *testing.B) {
 	}
 }
 
-// BenchmarkAuthorizeFastParallel is the scan through a Manager from every
-// core: the hot path takes no lock.
+// BenchmarkAuthorizeFastParallel is the scan from every core, the engine
+// behind an atomic pointer as policy.Manager holds it: the hot path takes
+// no lock.
 func BenchmarkAuthorizeFastParallel(b *testing.B) {
 	ins := scanInputs(4096)
 	e := benchEngines(b)["combined-10k"]
 	forceBuild(e)
 	e.fast.noMemo = true
-	var m Manager
-	m.engine.Store(e)
+	var m atomic.Pointer[Engine]
+	m.Store(e)
 	ctx := context.Background()
-	if _, err := m.Authorize(ctx, ins[0]); err != nil {
+	if _, err := m.Load().Authorize(ctx, ins[0]); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -247,7 +250,7 @@ func BenchmarkAuthorizeFastParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			if d, err := m.Authorize(ctx, ins[i%len(ins)]); err != nil || !d.Allow {
+			if d, err := m.Load().Authorize(ctx, ins[i%len(ins)]); err != nil || !d.Allow {
 				b.Error(d, err)
 				return
 			}
@@ -318,15 +321,15 @@ func BenchmarkAlternatives(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		decide := func(ctx context.Context, in *Input) (Decision, error) {
-			v, _ := inputValue(in)
+		decide := func(ctx context.Context, in *policyinput.Input) (policyinput.Decision, error) {
+			v, _ := InputValue(in)
 			rs, err := pq.Eval(ctx, rego.EvalParsedInput(v))
 			if err != nil {
-				return Decision{}, err
+				return policyinput.Decision{}, err
 			}
 			tuples := rs[0].Expressions[0].Value.([]any)
 			t := tuples[0].([]any)
-			return Decision{Allow: t[0] == true}, nil
+			return policyinput.Decision{Allow: t[0] == true}, nil
 		}
 		benchDecide(b, ins, decide)
 	})

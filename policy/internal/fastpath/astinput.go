@@ -1,20 +1,21 @@
-package policy
+package fastpath
 
 import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
-// inputValue builds the AST of in directly, equal to what rego.EvalInput
+// InputValue builds the AST of in directly, equal to what rego.EvalInput
 // makes of it through a JSON round trip (TestInputValueExact), at a
 // fraction of the cost. ok is false for an input it cannot convert that
 // way (a string that is not valid UTF-8, which JSON would alter, or claims
 // that do not marshal): the caller then lets rego convert it.
-func inputValue(in *Input) (v ast.Value, ok bool) {
+func InputValue(in *policyinput.Input) (v ast.Value, ok bool) {
 	c := converter{ok: true}
 	obj := ast.NewObject(
 		c.kv("version", ast.Number(strconv.Itoa(in.Version))),
@@ -55,7 +56,7 @@ func (c *converter) strs(ss []string) ast.Value {
 	return ast.NewArray(ts...)
 }
 
-func (c *converter) principal(p *Principal) ast.Value {
+func (c *converter) principal(p *policyinput.Principal) ast.Value {
 	if p == nil {
 		return ast.NullValue
 	}
@@ -83,7 +84,7 @@ func (c *converter) principal(p *Principal) ast.Value {
 	)
 }
 
-func (c *converter) resource(r *Resource) ast.Value {
+func (c *converter) resource(r *policyinput.Resource) ast.Value {
 	var prefix ast.Value = ast.NullValue
 	if r.Prefix != nil {
 		prefix = c.str(*r.Prefix)
@@ -97,14 +98,14 @@ func (c *converter) resource(r *Resource) ast.Value {
 	)
 }
 
-func (c *converter) resourcePtr(r *Resource) ast.Value {
+func (c *converter) resourcePtr(r *policyinput.Resource) ast.Value {
 	if r == nil {
 		return ast.NullValue
 	}
 	return c.resource(r)
 }
 
-func (c *converter) table(t *Table) ast.Value {
+func (c *converter) table(t *policyinput.Table) ast.Value {
 	if t == nil {
 		return ast.NullValue
 	}
@@ -115,7 +116,7 @@ func (c *converter) table(t *Table) ast.Value {
 	)
 }
 
-func (c *converter) request(r *Request) ast.Value {
+func (c *converter) request(r *policyinput.Request) ast.Value {
 	var headers ast.Value = ast.NullValue
 	if r.Headers != nil {
 		kvs := make([][2]*ast.Term, 0, len(r.Headers))

@@ -1,4 +1,4 @@
-package policy
+package fastpath
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -26,7 +26,7 @@ import (
 // authorizeFull (rego.EvalInput over the whole package, what countersign did
 // before the fast path) must return the same Decision, or both an error.
 
-const examplesRoot = "../deploy/policies"
+const examplesRoot = "../../../deploy/policies"
 
 // differentialInputs is how many random inputs each policy gets.
 func differentialInputs() int {
@@ -51,7 +51,7 @@ func forceBuild(e *Engine) {
 // testEngine loads dir, and the library beside it when there is one (an
 // example policy of deploy/policies with deploy/policies/lib, as serve
 // loads them); grants, if set, replaces data.countersign.grants.
-func testEngine(t testing.TB, dir string, grants map[string]any, opts engineOptions) *Engine {
+func testEngine(t testing.TB, dir string, grants map[string]any, opts Options) *Engine {
 	t.Helper()
 	paths := []string{dir}
 	if lib := filepath.Join(filepath.Dir(dir), "lib"); lib != dir {
@@ -89,7 +89,7 @@ func moduleEngine(t testing.TB, files map[string]string, data map[string]any) *E
 		}
 		mods = append(mods, module{name: name, raw: []byte(src), parsed: m})
 	}
-	e, err := newEngine(context.Background(), "test", mods, data, "", engineOptions{})
+	e, err := newEngine(context.Background(), "test", mods, data, "", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,15 +143,15 @@ func genGrants(n int) map[string]any {
 
 type inputGen struct {
 	r        *rand.Rand
-	vr       *rand.Rand      // version ids and versioned shapes: their own stream, so the other draws stay as they were
-	friendly map[*Input]bool // scopes drawn to be allowed more often
+	vr       *rand.Rand                  // version ids and versioned shapes: their own stream, so the other draws stay as they were
+	friendly map[*policyinput.Input]bool // scopes drawn to be allowed more often
 	grants   map[string]any
 	groups   []string
 	keys     []string // prefixes that some grant or table covers, and near misses
 }
 
 func newInputGen(seed uint64, grants map[string]any) *inputGen {
-	g := &inputGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), vr: rand.New(rand.NewPCG(seed^0x5bd1e995, seed)), grants: grants, friendly: map[*Input]bool{}}
+	g := &inputGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), vr: rand.New(rand.NewPCG(seed^0x5bd1e995, seed)), grants: grants, friendly: map[*policyinput.Input]bool{}}
 	g.groups = []string{"analysts", "etl", "nobody", "g001", "g002", "g017", "g123", "g399", "Analysts"}
 	prefixes := map[string]bool{}
 	for grp, bm := range grants {
@@ -228,7 +228,7 @@ var opShapes = []opShape{
 
 const firstVersioned = 15
 
-var tables = []*Table{
+var tables = []*policyinput.Table{
 	nil, nil,
 	{Prefix: "prod", Namespace: []string{"db"}, Name: "t"},
 	{Prefix: "prod", Namespace: []string{"db"}, Name: "t"},
@@ -242,11 +242,11 @@ var tables = []*Table{
 	{Prefix: "prod", Namespace: nil, Name: "t"},
 }
 
-func (g *inputGen) principal() *Principal {
+func (g *inputGen) principal() *policyinput.Principal {
 	if g.r.IntN(15) == 0 {
 		return nil
 	}
-	p := &Principal{ID: g.pick([]string{"alice", "bob", "svc-etl", "spark"}), Issuer: "https://idp.example/", Claims: map[string]any{}}
+	p := &policyinput.Principal{ID: g.pick([]string{"alice", "bob", "svc-etl", "spark"}), Issuer: "https://idp.example/", Claims: map[string]any{}}
 	switch g.r.IntN(10) {
 	case 0:
 		p.Groups = nil
@@ -315,7 +315,7 @@ func (g *inputGen) headers(friendly bool) map[string]string {
 
 // relevant are the prefixes that may allow a scope's objects: the table's
 // location, the catalog token's, the principal's group grants.
-func (g *inputGen) relevant(scope *Input) []string {
+func (g *inputGen) relevant(scope *policyinput.Input) []string {
 	var ps []string
 	if t := scope.Table; t != nil && t.Name != "missing" {
 		switch t.Name {
@@ -354,33 +354,33 @@ func (g *inputGen) relevant(scope *Input) []string {
 	return ps
 }
 
-func (g *inputGen) resource(bucket string, list bool) Resource {
+func (g *inputGen) resource(bucket string, list bool) policyinput.Resource {
 	return g.resourceKey(bucket, g.key(), list)
 }
 
-func (g *inputGen) resourceKey(bucket, key string, list bool) Resource {
+func (g *inputGen) resourceKey(bucket, key string, list bool) policyinput.Resource {
 	if list {
 		p := key
 		if g.r.IntN(3) == 0 {
 			p = strings.TrimSuffix(p, "/")
 		}
-		return Resource{Bucket: bucket, Prefix: &p, ARN: "arn:aws:s3:::" + bucket}
+		return policyinput.Resource{Bucket: bucket, Prefix: &p, ARN: "arn:aws:s3:::" + bucket}
 	}
-	return Resource{Bucket: bucket, Key: key, ARN: "arn:aws:s3:::" + bucket + "/" + key}
+	return policyinput.Resource{Bucket: bucket, Key: key, ARN: "arn:aws:s3:::" + bucket + "/" + key}
 }
 
 // scope draws everything but the per-object fields.
-func (g *inputGen) scope() *Input {
+func (g *inputGen) scope() *policyinput.Input {
 	s := opShapes[g.r.IntN(firstVersioned)]
 	if s.op == "GetObject" && g.vr.IntN(4) == 0 {
 		s = opShapes[firstVersioned+g.vr.IntN(3)] // instead of some reads: a versioned form
 	}
-	in := &Input{
+	in := &policyinput.Input{
 		Version: 1, Principal: g.principal(),
 		Operation: s.op, Action: s.action, Access: s.access,
 		Table:   tables[g.r.IntN(len(tables))],
-		Request: Request{Method: g.pick([]string{"GET", "PUT", "HEAD", "DELETE", "POST"}), Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com"},
-		Source:  Source{IP: g.pick([]string{"10.0.0.7", "10.0.0.8", "192.0.2.1"})},
+		Request: policyinput.Request{Method: g.pick([]string{"GET", "PUT", "HEAD", "DELETE", "POST"}), Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com"},
+		Source:  policyinput.Source{IP: g.pick([]string{"10.0.0.7", "10.0.0.8", "192.0.2.1"})},
 	}
 	if g.r.IntN(25) == 0 {
 		in.Version = g.pick2([]int{0, 2})
@@ -439,7 +439,7 @@ func (g *inputGen) versionID() string {
 }
 
 // object fills the per-object fields of a copy of scope.
-func (g *inputGen) object(scope *Input) *Input {
+func (g *inputGen) object(scope *policyinput.Input) *policyinput.Input {
 	in := *scope
 	list := scope.Resource.Prefix != nil
 	key := g.key()
@@ -453,7 +453,7 @@ func (g *inputGen) object(scope *Input) *Input {
 		}
 	}
 	if scope.Operation == "HeadBucket" {
-		in.Resource = Resource{Bucket: scope.Resource.Bucket, ARN: "arn:aws:s3:::" + scope.Resource.Bucket}
+		in.Resource = policyinput.Resource{Bucket: scope.Resource.Bucket, ARN: "arn:aws:s3:::" + scope.Resource.Bucket}
 	} else {
 		in.Resource = g.resourceKey(scope.Resource.Bucket, key, list)
 	}
@@ -474,7 +474,7 @@ func (g *inputGen) object(scope *Input) *Input {
 
 // stream yields n inputs in scan-like bursts: a scope, then several objects
 // of it, so that the fast path decides most of them from a cached residual.
-func (g *inputGen) stream(n int, yield func(*Input)) {
+func (g *inputGen) stream(n int, yield func(*policyinput.Input)) {
 	for n > 0 {
 		scope := g.scope()
 		for range min(n, 1+g.r.IntN(12)) {
@@ -484,13 +484,13 @@ func (g *inputGen) stream(n int, yield func(*Input)) {
 	}
 }
 
-func describeInput(in *Input) string {
+func describeInput(in *policyinput.Input) string {
 	b, _ := jsonMarshalIndent(in)
 	return string(b)
 }
 
 // checkSame compares the fast path with the full evaluation for in.
-func checkSame(t *testing.T, e *Engine, in *Input) bool {
+func checkSame(t *testing.T, e *Engine, in *policyinput.Input) bool {
 	t.Helper()
 	ctx := context.Background()
 	want, werr := e.authorizeRego(ctx, in)
@@ -511,7 +511,7 @@ func checkSame(t *testing.T, e *Engine, in *Input) bool {
 // header values (one with "evil" in each, which the "iteration" and
 // "header-values" policies of TestFastPathSemantics deny): a remembered
 // decision (scope.memo) may answer it only if the policy ignores them.
-func headerSibling(in *Input, i int) *Input {
+func headerSibling(in *policyinput.Input, i int) *policyinput.Input {
 	cp := *in
 	if in.Request.Headers != nil {
 		cp.Request.Headers = make(map[string]string, len(in.Request.Headers))
@@ -541,7 +541,7 @@ func TestFastPathDifferential(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			e := testEngine(t, filepath.Join(examplesRoot, c.dir), c.grants, engineOptions{})
+			e := testEngine(t, filepath.Join(examplesRoot, c.dir), c.grants, Options{})
 			if e.fast == nil {
 				t.Fatalf("no fast path: %s", e.noFast)
 			}
@@ -552,7 +552,7 @@ func TestFastPathDifferential(t *testing.T) {
 			}
 			g := newInputGen(seed+uint64(i+1), src)
 			n, allowed, failures := 0, 0, 0
-			g.stream(differentialInputs(), func(in *Input) {
+			g.stream(differentialInputs(), func(in *policyinput.Input) {
 				if failures > 10 {
 					return
 				}
@@ -795,7 +795,7 @@ conflict := 2 if endswith(input.resource.key, "-1.parquet")
 			forceBuild(e)
 			g := newInputGen(seed^7, exampleGrants(t))
 			var errs, n int
-			g.stream(differentialInputs()/3, func(in *Input) {
+			g.stream(differentialInputs()/3, func(in *policyinput.Input) {
 				n++
 				if _, err := e.authorizeRego(context.Background(), in); err != nil {
 					errs++
@@ -857,7 +857,7 @@ allow if f(input.resource.key) with input.resource.key as "x"`,
 			}
 			t.Logf("full evaluation only: %s", e.noFast)
 			g := newInputGen(3, exampleGrants(t))
-			g.stream(50, func(in *Input) { checkSame(t, e, in) })
+			g.stream(50, func(in *policyinput.Input) { checkSame(t, e, in) })
 		})
 	}
 }
@@ -874,7 +874,7 @@ func TestScopeKeyCoversInput(t *testing.T) {
 		"Request":   {"Method", "Region", "Host", "Headers"},
 		"Source":    {"IP"},
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[Input](), reflect.TypeFor[Principal](), reflect.TypeFor[Resource](), reflect.TypeFor[Table](), reflect.TypeFor[Request](), reflect.TypeFor[Source]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[policyinput.Input](), reflect.TypeFor[policyinput.Principal](), reflect.TypeFor[policyinput.Resource](), reflect.TypeFor[policyinput.Table](), reflect.TypeFor[policyinput.Request](), reflect.TypeFor[policyinput.Source]()} {
 		var got []string
 		for i := range typ.NumField() {
 			got = append(got, typ.Field(i).Name)
@@ -891,7 +891,7 @@ func TestScopeKeyExact(t *testing.T) {
 	g := newInputGen(11, exampleGrants(t))
 	seen := map[string]string{} // key -> known input
 	n := 0
-	g.stream(2000, func(in *Input) {
+	g.stream(2000, func(in *policyinput.Input) {
 		key, ok := appendScopeKey(nil, in)
 		if !ok {
 			t.Fatalf("cannot encode %s", describeInput(in))
@@ -921,119 +921,10 @@ func TestScopeKeyExact(t *testing.T) {
 
 func jsonMarshalIndent(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
 
-// withHook sets testHookFastPath for the duration of a (non-parallel) test.
-func withHook(t *testing.T, h func(*fastPath)) {
-	testHookFastPath.Store(&h)
-	t.Cleanup(func() { testHookFastPath.Store(nil) })
-}
-
-func prefixPolicy(prefix string) string {
-	return fmt.Sprintf(`package countersign.authz
-
-default allow := false
-
-allow if startswith(input.resource.key, %q)
-
-reason := sprintf("%%s is not under %s", [input.resource.key]) if not allow
-`, prefix, prefix)
-}
-
-// TestFastPathCacheInvalidatedOnReload: a reload swaps in an Engine with an
-// empty cache; a residual of the old policy never decides again.
-func TestFastPathCacheInvalidatedOnReload(t *testing.T) {
-	withHook(t, func(f *fastPath) { f.syncBuild, f.admitAfter = true, 1 })
-	dir := t.TempDir()
-	file := filepath.Join(dir, "authz.rego")
-	writeFile(t, file, prefixPolicy("wh/a/"))
-	var hits, misses atomic.Int64
-	ctx := context.Background()
-	m, err := NewManager(ctx, SourceConfig{Paths: []string{dir}}, ManagerOptions{OnCache: func(hit bool) {
-		if hit {
-			hits.Add(1)
-		} else {
-			misses.Add(1)
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := scanInputs(3)
-	for i, k := range []string{"wh/a/1.parquet", "wh/a/2.parquet", "wh/a/3.parquet"} {
-		in[i].Resource.Key = k
-	}
-	for _, x := range in {
-		d, err := m.Authorize(ctx, x)
-		if err != nil || !d.Allow {
-			t.Fatalf("old policy: %+v %v", d, err)
-		}
-	}
-	if hits.Load() != 3 || misses.Load() != 1 { // the first decision built the scope
-		t.Fatalf("old policy: %d hits, %d misses", hits.Load(), misses.Load())
-	}
-	oldRev := m.Revision()
-
-	writeFile(t, file, prefixPolicy("wh/b/"))
-	if err := m.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if m.Revision() == oldRev {
-		t.Fatal("not reloaded")
-	}
-	hits.Store(0)
-	misses.Store(0)
-	for _, x := range in {
-		d, err := m.Authorize(ctx, x)
-		if err != nil || d.Allow || d.Revision == oldRev || !strings.Contains(d.Reason, "is not under wh/b/") {
-			t.Fatalf("new policy: %+v %v", d, err)
-		}
-	}
-	if misses.Load() != 1 || hits.Load() != 3 {
-		t.Fatalf("new policy: %d hits, %d misses: the old cache answered", hits.Load(), misses.Load())
-	}
-}
-
-// TestFastPathNotAskedWhenIneligible: a policy with http.send is fully
-// evaluated through the Manager, and OnCache is never called.
-func TestFastPathNotAskedWhenIneligible(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "authz.rego"), `package countersign.authz
-allow if {
-	startswith(input.resource.key, "wh/")
-	r := http.send({"method": "GET", "url": "http://127.0.0.1:1/", "raise_error": false, "timeout": "50ms"})
-	r.status_code == 0
-}
-`)
-	var calls atomic.Int64
-	m, err := NewManager(context.Background(), SourceConfig{Paths: []string{dir}}, ManagerOptions{OnCache: func(bool) { calls.Add(1) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range scanInputs(3) {
-		d, err := m.Authorize(context.Background(), in)
-		if err != nil || !d.Allow {
-			t.Fatalf("%+v %v", d, err)
-		}
-	}
-	if calls.Load() != 0 {
-		t.Fatalf("OnCache called %d times", calls.Load())
-	}
-}
-
-// TestFastPathDisabled: FastPathOptions.Disabled leaves every decision to
-// the full evaluation.
-func TestFastPathDisabled(t *testing.T) {
-	e := testEngine(t, filepath.Join(examplesRoot, "grants"), nil, engineOptions{fast: FastPathOptions{Disabled: true}})
-	if e.fast != nil {
-		t.Fatal("fast path on")
-	}
-	g := newInputGen(5, exampleGrants(t))
-	g.stream(20, func(in *Input) { checkSame(t, e, in) })
-}
-
 // TestFastPathBackgroundBuild: without the test knobs, a scope is built
 // in the background after its second sighting and then decides.
 func TestFastPathBackgroundBuild(t *testing.T) {
-	e := testEngine(t, filepath.Join(examplesRoot, "grants"), genGrants(10000), engineOptions{})
+	e := testEngine(t, filepath.Join(examplesRoot, "grants"), genGrants(10000), Options{})
 	ins := scanInputs(200)
 	ctx := context.Background()
 	for i, in := range ins {
@@ -1064,24 +955,13 @@ func eventuallyTrue(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestInputValueExact: the direct conversion of the full evaluation's input
 // equals rego's JSON round trip, for random inputs and odd claims.
 func TestInputValueExact(t *testing.T) {
 	g := newInputGen(13, exampleGrants(t))
-	check := func(in *Input) {
+	check := func(in *policyinput.Input) {
 		t.Helper()
-		got, ok := inputValue(in)
+		got, ok := InputValue(in)
 		var x any = in
 		if err := util.RoundTripFast(&x); err != nil {
 			t.Fatal(err)
@@ -1106,7 +986,7 @@ func TestInputValueExact(t *testing.T) {
 	}
 	check(in)
 	in.Resource.Key = "bad\xffutf8"
-	if _, ok := inputValue(in); ok {
+	if _, ok := InputValue(in); ok {
 		t.Fatal("invalid UTF-8 converted")
 	}
 }
@@ -1165,7 +1045,7 @@ func TestNativeBuiltins(t *testing.T) {
 // TestFastPathCacheBounded: the cache keeps at most CacheSize scopes and,
 // whatever their number, residuals of at most maxRules rules.
 func TestFastPathCacheBounded(t *testing.T) {
-	e := testEngine(t, filepath.Join(examplesRoot, "grants"), genGrants(10000), engineOptions{fast: FastPathOptions{CacheSize: 8}})
+	e := testEngine(t, filepath.Join(examplesRoot, "grants"), genGrants(10000), Options{CacheSize: 8})
 	forceBuild(e)
 	f := e.fast
 	in := scanInputs(1)[0]
@@ -1206,25 +1086,29 @@ func TestFastPathCacheBounded(t *testing.T) {
 // apart inputs that differ in any per-object field but header values.
 func TestObjectKeyExact(t *testing.T) {
 	empty := ""
-	base := func() *Input {
-		return &Input{Resource: Resource{Bucket: "lake", Key: "wh/db/t/a", ARN: "arn:aws:s3:::lake/wh/db/t/a"},
-			Request: Request{Headers: map[string]string{"range": "bytes=0-1", "user-agent": "x"}}, Source: Source{IP: "10.0.0.1"}}
+	base := func() *policyinput.Input {
+		return &policyinput.Input{Resource: policyinput.Resource{Bucket: "lake", Key: "wh/db/t/a", ARN: "arn:aws:s3:::lake/wh/db/t/a"},
+			Request: policyinput.Request{Headers: map[string]string{"range": "bytes=0-1", "user-agent": "x"}}, Source: policyinput.Source{IP: "10.0.0.1"}}
 	}
-	key := func(in *Input) string { return string(appendObjectKey(nil, in)) }
+	key := func(in *policyinput.Input) string { return string(appendObjectKey(nil, in)) }
 	want := key(base())
-	for name, mutate := range map[string]func(*Input){
-		"key":              func(in *Input) { in.Resource.Key += "b" },
-		"arn":              func(in *Input) { in.Resource.ARN += "b" },
-		"prefix empty":     func(in *Input) { in.Resource.Prefix = &empty },
-		"ip":               func(in *Input) { in.Source.IP = "10.0.0.2" },
-		"version":          func(in *Input) { in.Resource.VersionID = "v1" },
-		"version null":     func(in *Input) { in.Resource.VersionID = "null" },
-		"key into version": func(in *Input) { in.Resource.ARN, in.Resource.VersionID = "arn:aws:s3:::lake/wh/db/t/", "a" },
-		"no headers":       func(in *Input) { in.Request.Headers = nil },
-		"empty headers":    func(in *Input) { in.Request.Headers = map[string]string{} },
-		"one more header":  func(in *Input) { in.Request.Headers["x-amz-acl"] = "" },
-		"header renamed":   func(in *Input) { delete(in.Request.Headers, "range"); in.Request.Headers["rang"] = "e" },
-		"key into arn":     func(in *Input) { in.Resource.Key, in.Resource.ARN = "wh/db/t/", "aarn:aws:s3:::lake/wh/db/t/a" },
+	for name, mutate := range map[string]func(*policyinput.Input){
+		"key":          func(in *policyinput.Input) { in.Resource.Key += "b" },
+		"arn":          func(in *policyinput.Input) { in.Resource.ARN += "b" },
+		"prefix empty": func(in *policyinput.Input) { in.Resource.Prefix = &empty },
+		"ip":           func(in *policyinput.Input) { in.Source.IP = "10.0.0.2" },
+		"version":      func(in *policyinput.Input) { in.Resource.VersionID = "v1" },
+		"version null": func(in *policyinput.Input) { in.Resource.VersionID = "null" },
+		"key into version": func(in *policyinput.Input) {
+			in.Resource.ARN, in.Resource.VersionID = "arn:aws:s3:::lake/wh/db/t/", "a"
+		},
+		"no headers":      func(in *policyinput.Input) { in.Request.Headers = nil },
+		"empty headers":   func(in *policyinput.Input) { in.Request.Headers = map[string]string{} },
+		"one more header": func(in *policyinput.Input) { in.Request.Headers["x-amz-acl"] = "" },
+		"header renamed":  func(in *policyinput.Input) { delete(in.Request.Headers, "range"); in.Request.Headers["rang"] = "e" },
+		"key into arn": func(in *policyinput.Input) {
+			in.Resource.Key, in.Resource.ARN = "wh/db/t/", "aarn:aws:s3:::lake/wh/db/t/a"
+		},
 	} {
 		in := base()
 		mutate(in)
@@ -1242,7 +1126,7 @@ func TestObjectKeyExact(t *testing.T) {
 	if key(a) == key(b) {
 		t.Error("prefixes differ, keys do not")
 	}
-	if key(&Input{Request: Request{Headers: map[string]string{}}}) == key(&Input{}) {
+	if key(&policyinput.Input{Request: policyinput.Request{Headers: map[string]string{}}}) == key(&policyinput.Input{}) {
 		t.Error("empty and nil headers have one key")
 	}
 }

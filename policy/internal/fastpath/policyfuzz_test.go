@@ -1,4 +1,4 @@
-package policy
+package fastpath
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
 )
@@ -66,11 +67,11 @@ var genGrantsOnce = sync.OnceValue(func() map[string]any {
 // genInputs are a policy's random inputs: scan-like bursts of objects per
 // scope, some with numeric key segments, each followed by its header
 // sibling (the same object, other header values).
-func genInputs(seed uint64, n int) []*Input {
+func genInputs(seed uint64, n int) []*policyinput.Input {
 	g := newInputGen(seed, genGrantsOnce())
-	out := make([]*Input, 0, 2*n)
+	out := make([]*policyinput.Input, 0, 2*n)
 	i := 0
-	g.stream(n, func(in *Input) {
+	g.stream(n, func(in *policyinput.Input) {
 		if g.r.IntN(3) == 0 && in.Resource.Prefix == nil && in.Operation != "HeadBucket" {
 			k := numericKeys[g.r.IntN(len(numericKeys))]
 			in.Resource.Key, in.Resource.ARN = k, "arn:aws:s3:::"+in.Resource.Bucket+"/"+k
@@ -93,7 +94,7 @@ func runGenerated(data []byte, inputs int, errorf func(format string, args ...an
 		return c
 	}
 	ctx := context.Background()
-	e, err := newEngine(ctx, "gen", []module{{name: "gen.rego", raw: []byte(src), parsed: m}}, genData(), "", engineOptions{})
+	e, err := newEngine(ctx, "gen", []module{{name: "gen.rego", raw: []byte(src), parsed: m}}, genData(), "", Options{})
 	if err != nil {
 		c.skipped++
 		return c
@@ -148,7 +149,7 @@ var genStats = sync.OnceValue(func() *os.File {
 // FuzzGeneratedPolicies: the fuzzer's bytes drive the policy generator
 // (and seed the inputs); every decision must be OPA's.
 //
-//	COUNTERSIGN_FUZZ_STATS=/tmp/counts go test -run '^$' -fuzz '^FuzzGeneratedPolicies$' -fuzztime 10m ./policy/
+//	COUNTERSIGN_FUZZ_STATS=/tmp/counts go test -run '^$' -fuzz '^FuzzGeneratedPolicies$' -fuzztime 10m ./policy/internal/fastpath/
 func FuzzGeneratedPolicies(f *testing.F) {
 	for i := range 16 {
 		b := make([]byte, 8)

@@ -1,4 +1,4 @@
-package policy
+package fastpath
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ func keptRules(c *ast.Compiler) []string {
 // scopeChecked are the conflict-capable rules outside the decision package
 // that do not depend on the per-object fields: partial evaluation would
 // not report their conflicts, and they are not targets; a scope evaluates
-// them once, fully, on its known input (fastPath.partial).
+// them once, fully, on its known input (Cache.partial).
 func scopeChecked(c *ast.Compiler) []string {
 	dep := unknownDependent(c)
 	var out []string
