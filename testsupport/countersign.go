@@ -70,17 +70,7 @@ func (s *Servers) StartCountersign(t testing.TB, config string, env ...string) *
 		}
 		close(addrc)
 	}()
-	stop := sync.OnceFunc(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	stop := sync.OnceFunc(func() { stopProcess(cmd) })
 	t.Cleanup(stop)
 	select {
 	case addr, ok := <-addrc:

@@ -101,17 +101,7 @@ func (s *Servers) StartSeaweedFS(t testing.TB) *S3Server {
 			lastErr = fmt.Errorf("weed mini did not start: %v\n%s", err, logBuf.String())
 			continue
 		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(os.Interrupt)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-		})
+		t.Cleanup(func() { stopProcess(cmd) })
 		return srv
 	}
 	t.Fatal(lastErr)
