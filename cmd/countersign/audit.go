@@ -49,6 +49,14 @@ const auditUsage = `Usage:
   countersign audit verify-proof -pubkey FILE|-pubkey-text KEY [FILE|-]
       Check an inclusion proof printed by "audit proof".
 
+  countersign audit generate -out DIR -keys KEYDIR [-nodes N | -node ID,...] [-records N]
+                             [-seed S] [-start T] [-span D] [-upload CONFIG]
+      Write a realistic multi-node log for measuring the tools at scale
+      (not for production): DIR/<node>/ per node, the audit bucket's layout,
+      a month of simulated requests through the real log (records, tree,
+      signed checkpoints, seals). An existing node log is continued. With
+      -upload, each node's sealed segments are uploaded as the server does.
+
   countersign audit keygen -name NAME -out DIR
       Write a checkpoint signing key (DIR/checkpoint.key, 0600), its
       verifier key (DIR/checkpoint.pub) and a token HMAC key
@@ -67,6 +75,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"proof":        runAuditProof,
 		"verify-proof": runAuditVerifyProof,
 		"keygen":       runAuditKeygen,
+		"generate":     runAuditGenerate,
 		"pubkey":       runAuditPubkey,
 	}}.run(ctx, args, stdout, stderr)
 }
