@@ -160,6 +160,21 @@ func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 		dst = jsonstr.Append(dst, s.SignatureSHA256)
 		dst = append(dst, '}')
 	}
+	if m := r.Mint; m != nil {
+		dst = append(dst, `,"mint":{"actions":`...)
+		dst = appendStrings(dst, m.Actions)
+		dst = append(dst, `,"duration_s":`...)
+		dst = strconv.AppendInt(dst, m.DurationSeconds, 10)
+		dst = append(dst, `,"expires":`...)
+		dst = jsonstr.Append(dst, m.Expires)
+		dst = append(dst, `,"access_key_id":`...)
+		dst = jsonstr.Append(dst, m.AccessKeyID)
+		dst = append(dst, `,"source_identity":`...)
+		dst = jsonstr.Append(dst, m.SourceIdentity)
+		dst = append(dst, `,"session_name":`...)
+		dst = jsonstr.Append(dst, m.SessionName)
+		dst = append(dst, '}')
+	}
 	return append(dst, '}')
 }
 

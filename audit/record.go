@@ -56,8 +56,9 @@ const SchemaVersion = 1
 //	role              what this object is to the request: "object" (the
 //	                  target), "copy-source" (CopyObject/UploadPartCopy
 //	                  source), "delete-key" (one key of DeleteObjects),
-//	                  "bucket" (bucket-level and list operations); "" when
-//	                  the request was never classified
+//	                  "bucket" (bucket-level and list operations), "prefix"
+//	                  (everything under a prefix: a credential mint); ""
+//	                  when the request was never classified
 //	decision          "allow", "deny", "error" (no decision could be made,
 //	                  e.g. policy unavailable), "unauthenticated", "malformed"
 //	reason            the policy's reason or the refusal's message
@@ -75,6 +76,19 @@ const SchemaVersion = 1
 //	  signature_sha256          hex SHA-256 of the hex signature; the
 //	                  signature itself is never recorded (a signed request is
 //	                  a bearer credential for minutes)
+//	mint              only on credential mints (operation "MintCredentials",
+//	                  role "prefix", access "read" or "read-write", the
+//	                  prefix asked for in bucket and prefix), allowed or not:
+//	  actions         the IAM actions of the session policy, sorted ([] when
+//	                  refused)
+//	  duration_s      the credentials' lifetime in seconds (asked for, when
+//	                  refused)
+//	  expires         when they expire, UTC RFC 3339; "" when refused
+//	  access_key_id   the vended credentials' access key id (not secret); ""
+//	                  when refused. The secret and the session token are
+//	                  never recorded
+//	  source_identity the STS SourceIdentity naming the principal; "" when refused
+//	  session_name    the STS RoleSessionName; "" when refused
 //
 //	lifecycle records:
 //	event             "start", "stop", "config", "policy_revision",
@@ -124,6 +138,7 @@ type Record struct {
 	PolicyRevision string     `json:"policy_revision,omitempty"`
 	EvalMicros     int64      `json:"eval_us,omitempty"`
 	Signing        *Signing   `json:"signing,omitempty"`
+	Mint           *Mint      `json:"mint,omitempty"`
 
 	// Lifecycle records.
 	Event  Event             `json:"event,omitempty"`
@@ -167,6 +182,21 @@ type Signing struct {
 	SignatureSHA256        string   `json:"signature_sha256"`
 }
 
+// OperationMint is the operation of a credential mint's record.
+const OperationMint = "MintCredentials"
+
+// Mint describes a credential mint (vended temporary credentials), by
+// their access key id only: the secret and the session token are never
+// recorded.
+type Mint struct {
+	Actions         []string `json:"actions"`
+	DurationSeconds int64    `json:"duration_s"`
+	Expires         string   `json:"expires"`
+	AccessKeyID     string   `json:"access_key_id"`
+	SourceIdentity  string   `json:"source_identity"`
+	SessionName     string   `json:"session_name"`
+}
+
 // Kind is what a record describes.
 type Kind string
 
@@ -198,6 +228,7 @@ const (
 	RoleCopySource Role = "copy-source"
 	RoleDeleteKey  Role = "delete-key"
 	RoleBucket     Role = "bucket"
+	RolePrefix     Role = "prefix" // everything under a prefix: a credential mint
 )
 
 // Event is a lifecycle record's event.
@@ -247,7 +278,7 @@ func (r *Record) validate(internal bool) error {
 			return fmt.Errorf("%w: decision %q", ErrInvalidRecord, r.Decision)
 		}
 		switch r.Role {
-		case RoleObject, RoleCopySource, RoleDeleteKey, RoleBucket:
+		case RoleObject, RoleCopySource, RoleDeleteKey, RoleBucket, RolePrefix:
 		case RoleNone:
 			// Allow is a decision about a classified object. Deny without a
 			// role is a request refused before it named one (for example,
@@ -271,6 +302,14 @@ func (r *Record) validate(internal bool) error {
 				return fmt.Errorf("%w: signing digests must be hex SHA-256", ErrInvalidRecord)
 			}
 		}
+		if r.Mint != nil {
+			if r.Signing != nil || r.Role != RolePrefix || r.Operation != OperationMint {
+				return fmt.Errorf("%w: mint details need operation %q and role %q, and no signing details", ErrInvalidRecord, OperationMint, RolePrefix)
+			}
+			if r.Decision != DecisionAllow && r.Mint.AccessKeyID != "" {
+				return fmt.Errorf("%w: an access key id on a %q mint", ErrInvalidRecord, r.Decision)
+			}
+		}
 		if r.Event != "" || r.Detail != nil {
 			return fmt.Errorf("%w: event/detail on an access record", ErrInvalidRecord)
 		}
@@ -287,7 +326,7 @@ func (r *Record) validate(internal bool) error {
 		if len(r.Detail) > maxDetail {
 			return fmt.Errorf("%w: %d detail entries (at most %d)", ErrInvalidRecord, len(r.Detail), maxDetail)
 		}
-		if r.Principal != nil || r.Signing != nil || r.Table != nil || r.Prefix != nil || r.VersionID != "" || r.Decision != "" {
+		if r.Principal != nil || r.Signing != nil || r.Mint != nil || r.Table != nil || r.Prefix != nil || r.VersionID != "" || r.Decision != "" {
 			return fmt.Errorf("%w: access fields on a lifecycle record", ErrInvalidRecord)
 		}
 	default:

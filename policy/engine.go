@@ -50,6 +50,7 @@ type Engine struct {
 	content  string          // hash of modules and data, whatever the revision says
 	fast     *fastpath.Cache // nil: every decision is a full evaluation
 	noFast   string          // why fast is nil
+	docs     map[string]any  // the policy's data, read-only (TableLocation)
 }
 
 // Load compiles the policy and prepares the decision query. A policy that
@@ -170,7 +171,7 @@ func newEngine(ctx context.Context, where string, mods []module, docs map[string
 	if revision == "" {
 		revision = content
 	}
-	e := &Engine{query: pq, revision: revision, content: content}
+	e := &Engine{query: pq, revision: revision, content: content, docs: docs}
 	e.fast, e.noFast = newFastPath(parsed, docs, store, eo)
 	return e, nil
 }
@@ -229,7 +230,7 @@ func (e *Engine) Revision() string { return e.revision }
 // package documentation) reaches it from the scope's cached residual policy
 // when it can, and falls back to the full evaluation when it cannot.
 func (e *Engine) Authorize(ctx context.Context, in *Input) (Decision, error) {
-	if e.fast != nil {
+	if e.fast != nil && in.Mint == nil { // a mint is always fully evaluated
 		if allow, reason, ok := e.fast.Decide(ctx, in); ok {
 			return Decision{Allow: allow, Reason: reason, Revision: e.revision}, nil
 		}

@@ -22,6 +22,8 @@ type (
 	Request = policyinput.Request
 	// Source is where the sign request came from (policyinput.Source).
 	Source = policyinput.Source
+	// Mint describes a request for vended credentials (policyinput.Mint).
+	Mint = policyinput.Mint
 	// Decision is the policy's answer for one input (policyinput.Decision).
 	Decision = policyinput.Decision
 )

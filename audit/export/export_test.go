@@ -117,6 +117,7 @@ func checkNulls(t *testing.T, row *Row, line []byte) {
 		{`version_id`, row.VersionID == nil},
 		{`table`, row.TableName == nil || row.TableNamespace == nil},
 		{`signing`, row.SigningScope == nil || row.SigningSignedHeaders == nil},
+		{`mint`, row.MintDurationSeconds == nil || row.MintActions == nil || row.MintAccessKeyID == nil},
 		{`detail`, row.Detail == nil},
 		{`event`, row.Event == nil},
 		{`status`, row.Status == nil},

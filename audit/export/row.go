@@ -20,7 +20,7 @@ import (
 // A column is NULL exactly when its field is absent from the record's
 // line: the access columns on lifecycle records, event and detail on
 // access records, principal_* without a principal, table_* on the legacy
-// route, signing_* on unsigned records, version_id and prefix when the
+// route, signing_* on unsigned records, mint_* on records that are not mints, version_id and prefix when the
 // request named none. Everything else is non-NULL (strings may be empty),
 // so a row says as much as its line.
 //
@@ -74,6 +74,13 @@ type Row struct {
 	SigningPayload                *string  `parquet:"signing_payload,optional,dict"`
 	SigningCanonicalRequestSHA256 *string  `parquet:"signing_canonical_request_sha256,optional"`
 	SigningSignatureSHA256        *string  `parquet:"signing_signature_sha256,optional"`
+
+	MintActions         []string `parquet:"mint_actions,optional,list"`
+	MintDurationSeconds *int64   `parquet:"mint_duration_s,optional"`
+	MintExpires         *string  `parquet:"mint_expires,optional"`
+	MintAccessKeyID     *string  `parquet:"mint_access_key_id,optional,dict"`
+	MintSourceIdentity  *string  `parquet:"mint_source_identity,optional,dict"`
+	MintSessionName     *string  `parquet:"mint_session_name,optional,dict"`
 
 	Event  *string           `parquet:"event,optional,dict"`
 	Detail map[string]string `parquet:"detail,optional"`
@@ -141,6 +148,14 @@ func NewRow(r *audit.Record, line []byte) Row {
 		row.SigningCanonicalRequestSHA256 = ptr(s.CanonicalRequestSHA256)
 		row.SigningSignatureSHA256 = ptr(s.SignatureSHA256)
 	}
+	if m := r.Mint; m != nil {
+		row.MintActions = nonNil(m.Actions)
+		row.MintDurationSeconds = ptr(m.DurationSeconds)
+		row.MintExpires = ptr(m.Expires)
+		row.MintAccessKeyID = ptr(m.AccessKeyID)
+		row.MintSourceIdentity = ptr(m.SourceIdentity)
+		row.MintSessionName = ptr(m.SessionName)
+	}
 	return row
 }
 
@@ -206,6 +221,16 @@ func (row *Row) Record() *audit.Record {
 			Payload:                val(row.SigningPayload),
 			CanonicalRequestSHA256: val(row.SigningCanonicalRequestSHA256),
 			SignatureSHA256:        val(row.SigningSignatureSHA256),
+		}
+	}
+	if row.MintDurationSeconds != nil {
+		r.Mint = &audit.Mint{
+			Actions:         nonNil(row.MintActions),
+			DurationSeconds: *row.MintDurationSeconds,
+			Expires:         val(row.MintExpires),
+			AccessKeyID:     val(row.MintAccessKeyID),
+			SourceIdentity:  val(row.MintSourceIdentity),
+			SessionName:     val(row.MintSessionName),
 		}
 	}
 	return r

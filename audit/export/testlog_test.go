@@ -134,6 +134,11 @@ func testRecord(i int) *audit.Record {
 	case 5: // an empty list prefix is not an absent one
 		p := ""
 		r.Operation, r.Action, r.Access, r.Key, r.Prefix, r.Role = "ListObjectsV2", "s3:ListBucket", "list", "", &p, audit.RoleBucket
+	case 6: // a credential mint: prefix, mint details, no signing
+		p := "warehouse/sales.db/orders/"
+		r.Operation, r.Action, r.Access, r.Key, r.Prefix, r.Role, r.Signing = audit.OperationMint, "sts:AssumeRole", "read", "", &p, audit.RolePrefix, nil
+		r.Mint = &audit.Mint{Actions: []string{"s3:GetObject", "s3:ListBucket"}, DurationSeconds: 900, Expires: "2026-11-30T12:15:00Z",
+			AccessKeyID: fmt.Sprintf("ASIAVEND%d", i), SourceIdentity: principals[i%3], SessionName: "countersign-" + principals[i%3]}
 	}
 	return r
 }

@@ -22,6 +22,25 @@ type Input struct {
 	Table      *Table     `json:"table"`
 	Request    Request    `json:"request"`
 	Source     Source     `json:"source"`
+	// Mint is set when the input asks whether credentials may be vended
+	// (operation "MintCredentials"), null for every sign request. Added in
+	// version 1.
+	Mint *Mint `json:"mint"`
+}
+
+// Mint describes a request for vended credentials: temporary S3
+// credentials for everything under one prefix, for a while. The decision
+// input's resource is then {bucket, prefix: Prefix}, and access one S3
+// access class the mint needs (a read-write mint is decided once for
+// "read" and once for "write").
+type Mint struct {
+	// Prefix is the key prefix the credentials would cover ("" for the
+	// whole bucket), as in resource.prefix.
+	Prefix string `json:"prefix"`
+	// Access is the mint's access class: "read" or "read-write".
+	Access string `json:"access"`
+	// DurationSeconds is how long the credentials would last.
+	DurationSeconds int64 `json:"duration_seconds"`
 }
 
 // Principal is the authenticated caller. It is nil until authentication is

@@ -12,6 +12,8 @@
 # rather than true — open-policy-agent/opa#1877).
 package countersign.lib.guardrails
 
+import data.countersign.lib.vending
+
 # deny is the set of reasons this request must be refused.
 deny contains msg if {
 	input.version != 1
@@ -39,6 +41,10 @@ deny contains msg if {
 	dangerous_header(lower(name))
 	msg := sprintf("header %s changes access control, object protection, encryption keys, tags or the HTTP method", [lower(name)])
 }
+
+# Sign-only data is never vended as credentials (lib/vending.rego); sign
+# requests are not affected.
+deny contains msg if some msg in vending.deny
 
 # delete_version is the permanent removal of an object version
 # (s3:DeleteObjectVersion): a class of its own, so that a "delete" grant

@@ -28,11 +28,23 @@ func InputValue(in *policyinput.Input) (v ast.Value, ok bool) {
 		c.kv("table", c.table(in.Table)),
 		c.kv("request", c.request(&in.Request)),
 		c.kv("source", ast.NewObject(c.kv("ip", c.str(in.Source.IP)))),
+		c.kv("mint", c.mint(in.Mint)),
 	)
 	return obj, c.ok
 }
 
 type converter struct{ ok bool }
+
+func (c *converter) mint(m *policyinput.Mint) ast.Value {
+	if m == nil {
+		return ast.NullValue
+	}
+	return ast.NewObject(
+		c.kv("prefix", c.str(m.Prefix)),
+		c.kv("access", c.str(m.Access)),
+		c.kv("duration_seconds", ast.Number(strconv.FormatInt(m.DurationSeconds, 10))),
+	)
+}
 
 func (c *converter) kv(k string, v ast.Value) [2]*ast.Term {
 	return [2]*ast.Term{ast.StringTerm(k), ast.NewTerm(v)}

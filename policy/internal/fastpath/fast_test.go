@@ -867,7 +867,7 @@ allow if f(input.resource.key) with input.resource.key as "x"`,
 // new field would share a residual.
 func TestScopeKeyCoversInput(t *testing.T) {
 	want := map[string][]string{
-		"Input":     {"Version", "Principal", "Operation", "Action", "Access", "Resource", "CopySource", "Table", "Request", "Source"},
+		"Input":     {"Version", "Principal", "Operation", "Action", "Access", "Resource", "CopySource", "Table", "Request", "Source", "Mint"},
 		"Principal": {"ID", "Issuer", "Groups", "Claims"},
 		"Resource":  {"Bucket", "Key", "Prefix", "ARN", "VersionID"},
 		"Table":     {"Prefix", "Namespace", "Name"},
@@ -882,6 +882,10 @@ func TestScopeKeyCoversInput(t *testing.T) {
 		if !slices.Equal(got, want[typ.Name()]) {
 			t.Errorf("%s has fields %v; update appendScopeKey, then this test", typ.Name(), got)
 		}
+	}
+	// A mint's input is never given a scope key: mints are fully evaluated.
+	if _, ok := appendScopeKey(nil, &policyinput.Input{Mint: &policyinput.Mint{Prefix: "wh/"}}); ok {
+		t.Error("appendScopeKey encoded a mint's input")
 	}
 }
 
@@ -984,6 +988,8 @@ func TestInputValueExact(t *testing.T) {
 		"html": "<a&b>", "nested": map[string]any{"l": []any{1.5, "x", nil, true, map[string]any{}}},
 		"strs": []string{"a", "b"}, "empty": []any{}, "null": nil,
 	}
+	check(in)
+	in.Mint = &policyinput.Mint{Prefix: "wh/db/t/", Access: "read-write", DurationSeconds: 900}
 	check(in)
 	in.Resource.Key = "bad\xffutf8"
 	if _, ok := InputValue(in); ok {

@@ -401,7 +401,13 @@ func appendObjectKey(b []byte, in *policyinput.Input) []byte {
 // is not a per-object field: two inputs with the same encoding have the
 // same known input, so they share a residual. ok is false if some value
 // cannot be encoded.
+//
+// A mint's input (in.Mint set) is not encoded: mints are rare, each has
+// its own prefix and duration, and they are always fully evaluated.
 func appendScopeKey(b []byte, in *policyinput.Input) ([]byte, bool) {
+	if in.Mint != nil {
+		return b, false
+	}
 	b = binary.AppendVarint(b, int64(in.Version))
 	if p := in.Principal; p == nil {
 		b = append(b, 0)

@@ -1,0 +1,58 @@
+# Credential vending: data that never leaves as credentials.
+#
+# A mint (input.operation "MintCredentials", input.mint set; see the
+# README's policy input) asks for temporary S3 credentials for everything
+# under input.resource.prefix of input.resource.bucket. Data marked
+# sign-only is reached only through countersign's signatures, decided and
+# recorded one object at a time; it is never vended:
+#
+#   data.countersign.sign_only:                 ["s3://bucket/path/", ...]
+#   data.countersign.tables["<id>"].sign_only:  true (that table's location)
+#
+# A mint is refused when its prefix and a sign-only location overlap: the
+# prefix lies under the location, or the location under the prefix
+# (credentials for wh/ would reach a sign-only wh/pii/). A sign-only entry
+# that is not a valid location refuses every mint (fail closed).
+#
+# Sign requests (input.mint null) are never denied here: a sign-only
+# table is signed for as before.
+#
+# A library, not a complete policy: lib/guardrails.rego includes its deny,
+# so every complete policy in deploy/policies refuses such mints.
+package countersign.lib.vending
+
+import data.countersign.lib.location
+import data.countersign.sign_only
+import data.countersign.tables
+
+deny contains msg if {
+	input.mint != null
+	some where in sign_only_locations
+	loc := location.parse(where)
+	overlaps(loc, input.resource)
+	msg := sprintf("%v is sign-only: it is never vended as credentials, only signed for object by object", [where])
+}
+
+deny contains msg if {
+	input.mint != null
+	some where in sign_only_locations
+	not location.parse(where)
+	msg := sprintf("sign-only location %v is not an s3:// location; no credentials are vended until it is fixed", [where])
+}
+
+sign_only_locations contains where if some where in sign_only
+
+sign_only_locations contains t.location if {
+	some t in tables
+	t.sign_only == true
+}
+
+overlaps(loc, res) if {
+	res.bucket == loc.bucket
+	startswith(object.get(res, "prefix", ""), loc.prefix)
+}
+
+overlaps(loc, res) if {
+	res.bucket == loc.bucket
+	startswith(loc.prefix, object.get(res, "prefix", ""))
+}
