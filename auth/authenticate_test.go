@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/policyinput"
 )
 
 func TestValidTokens(t *testing.T) {
@@ -71,6 +73,7 @@ func checkAlice(t *testing.T, id *Identity, tok string, now time.Time) {
 	if id.TokenHash != sha256.Sum256([]byte(tok)) {
 		t.Fatalf("token hash is not SHA-256 of the token")
 	}
+	checkKey(t, &id.Principal, true)
 	if !id.ExpiresAt.Equal(now.Add(time.Hour)) {
 		t.Fatalf("expires %v", id.ExpiresAt)
 	}
@@ -481,5 +484,21 @@ func TestReasons(t *testing.T) {
 	}
 	if fail(ReasonExpired, "x").Retryable() {
 		t.Fatal("expired is retryable")
+	}
+}
+
+// checkKey: a principal's Key is either empty (set: false) or the exact
+// encoding of its fields: a stale Key would put it in another principal's
+// policy scope.
+func checkKey(t *testing.T, p *policyinput.Principal, set bool) {
+	t.Helper()
+	want, ok := policyinput.AppendPrincipalKey(nil, p)
+	switch {
+	case !ok:
+		t.Fatalf("principal %q cannot be encoded", p.ID)
+	case set && p.Key != string(want):
+		t.Fatalf("principal %q: Key %q, want its encoding %q", p.ID, p.Key, want)
+	case !set && p.Key != "":
+		t.Fatalf("principal %q of one request has Key %q", p.ID, p.Key)
 	}
 }

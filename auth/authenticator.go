@@ -248,7 +248,7 @@ func (a *Authenticator) verify(ctx context.Context, tok []byte, sum [32]byte, ks
 		if err != nil {
 			return nil, 0, err
 		}
-		return &Identity{
+		id := &Identity{
 			Principal: policyinput.Principal{
 				ID:     ch.principal,
 				Issuer: ch.issuer,
@@ -259,7 +259,11 @@ func (a *Authenticator) verify(ctx context.Context, tok []byte, sum [32]byte, ks
 			TokenID:   ch.jti,
 			TokenHash: sum,
 			ExpiresAt: ch.exp,
-		}, ks.gen, nil
+		}
+		// Cached and shared by every request with this token: its scope
+		// key is encoded once, here.
+		id.Principal.SetKey()
+		return id, ks.gen, nil
 	}
 	if fits == 0 {
 		return nil, 0, fail(ReasonAlgorithmNotAllowed, "bearer token algorithm does not match its key")

@@ -90,5 +90,8 @@ func withCertSubject(id *Identity, leaf *x509.Certificate) *Identity {
 	cp := *id
 	cp.Principal.Claims = maps.Clone(id.Principal.Claims)
 	cp.Principal.Claims[x509SubjectClaim] = leaf.Subject.String()
+	// The token's Key encodes the claims without the subject. This copy
+	// lives for one request: the fast path encodes it then.
+	cp.Principal.Key = ""
 	return &cp
 }

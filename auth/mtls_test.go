@@ -154,6 +154,8 @@ func TestMTLS(t *testing.T) {
 		if id.Principal.Claims["x509_subject"] != "CN=spark-etl,O=data" {
 			t.Fatalf("x509_subject %v", id.Principal.Claims["x509_subject"])
 		}
+		// The copy's claims differ from the cached token's: not its Key.
+		checkKey(t, &id.Principal, false)
 		// The cached identity is not modified by the per-request copy.
 		plain, err := a.Authenticate(ctx, bearer(tok), nil)
 		if err != nil {
@@ -162,6 +164,7 @@ func TestMTLS(t *testing.T) {
 		if v, ok := plain.Principal.Claims["x509_subject"]; ok {
 			t.Fatalf("x509_subject %v without a certificate", v)
 		}
+		checkKey(t, &plain.Principal, true)
 		// Without a header, the certificate is the principal.
 		id, err = a.Authenticate(ctx, nil, chain)
 		if err != nil || id.Principal.ID != "spark-etl" {

@@ -1,6 +1,6 @@
 // Package policyinput holds the document a policy decides on (Input and
 // the types it is made of) and the Decision it returns. It is a leaf: it
-// imports nothing, so auth and server can build and read inputs without
+// imports only the standard library, so auth and server can build and read inputs without
 // linking the OPA engine that package policy wraps. Package policy
 // re-exports every type here under the same name.
 package policyinput
@@ -50,6 +50,13 @@ type Principal struct {
 	Issuer string         `json:"issuer"`
 	Groups []string       `json:"groups"`
 	Claims map[string]any `json:"claims"`
+	// Key is AppendPrincipalKey's encoding of the fields above, or "" (the
+	// policy's fast path then encodes them at each decision). SetKey sets
+	// it once a principal is complete and about to be shared by many
+	// inputs, as auth's cached identities are. It is not part of the
+	// policy input. Change no field of a principal after SetKey: change a
+	// copy, then SetKey the copy.
+	Key string `json:"-"`
 }
 
 // Resource is the object (or, for lists, the prefix) being accessed.

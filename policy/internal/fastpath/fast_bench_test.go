@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -345,4 +346,30 @@ func BenchmarkAlternatives(b *testing.B) {
 			b.Fatal("not decided by the fast path")
 		}
 	})
+}
+
+// BenchmarkScopeKey is the scope key of a scan's input with a JWT's
+// claims: encoded at every decision (unkeyed), or with the principal's
+// Key, encoded once by auth (keyed).
+func BenchmarkScopeKey(b *testing.B) {
+	in := scanInputs(1)[0]
+	p := *in.Principal
+	p.Claims = map[string]any{"iss": p.Issuer, "sub": p.ID, "aud": "countersign", "exp": json.Number("1764650000"),
+		"iat": json.Number("1764646400"), "jti": "b1c2", "groups": []any{"analysts", "g001", "g002", "g017"}}
+	in.Principal = &p
+	keyed := *in
+	kp := p
+	kp.SetKey()
+	keyed.Principal = &kp
+	for name, in := range map[string]*policyinput.Input{"unkeyed": in, "keyed": &keyed} {
+		b.Run(name, func(b *testing.B) {
+			var buf [512]byte
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := appendScopeKey(buf[:0], in); !ok {
+					b.Fatal("not encoded")
+				}
+			}
+		})
+	}
 }

@@ -868,7 +868,7 @@ allow if f(input.resource.key) with input.resource.key as "x"`,
 func TestScopeKeyCoversInput(t *testing.T) {
 	want := map[string][]string{
 		"Input":     {"Version", "Principal", "Operation", "Action", "Access", "Resource", "CopySource", "Table", "Request", "Source", "Mint"},
-		"Principal": {"ID", "Issuer", "Groups", "Claims"},
+		"Principal": {"ID", "Issuer", "Groups", "Claims", "Key"},
 		"Resource":  {"Bucket", "Key", "Prefix", "ARN", "VersionID"},
 		"Table":     {"Prefix", "Namespace", "Name"},
 		"Request":   {"Method", "Region", "Host", "Headers"},
@@ -899,6 +899,17 @@ func TestScopeKeyExact(t *testing.T) {
 		key, ok := appendScopeKey(nil, in)
 		if !ok {
 			t.Fatalf("cannot encode %s", describeInput(in))
+		}
+		if in.Principal != nil {
+			// The principal's own Key (set once, by auth) gives the same
+			// scope key as encoding it.
+			keyed := *in
+			p := *in.Principal
+			p.SetKey()
+			keyed.Principal = &p
+			if k2, ok := appendScopeKey(nil, &keyed); !ok || string(k2) != string(key) || p.Key == "" {
+				t.Fatalf("with Principal.Key the scope key differs: %q, want %q", k2, key)
+			}
 		}
 		k, err := newKnownInput(in)
 		if err != nil {

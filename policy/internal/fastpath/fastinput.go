@@ -2,9 +2,7 @@ package fastpath
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"unicode/utf8"
 
@@ -409,17 +407,12 @@ func appendScopeKey(b []byte, in *policyinput.Input) ([]byte, bool) {
 		return b, false
 	}
 	b = binary.AppendVarint(b, int64(in.Version))
-	if p := in.Principal; p == nil {
-		b = append(b, 0)
+	if p := in.Principal; p != nil && p.Key != "" {
+		// Encoded once, where the principal was made (policyinput.Principal.Key).
+		b = append(b, p.Key...)
 	} else {
-		b = append(b, 1)
-		b = appendStr(b, p.ID)
-		b = appendStr(b, p.Issuer)
-		b = appendStrs(b, p.Groups)
 		var ok bool
-		if p.Claims == nil {
-			b = append(b, 'n')
-		} else if b, ok = appendAny(b, p.Claims, 0); !ok {
+		if b, ok = policyinput.AppendPrincipalKey(b, p); !ok {
 			return b, false
 		}
 	}
@@ -473,81 +466,6 @@ func appendStrs(b []byte, ss []string) []byte {
 		b = appendStr(b, s)
 	}
 	return b
-}
-
-// appendAny encodes a claim value: type-tagged, length-prefixed, maps in key
-// order. Equal encodings are equal values of the same Go types, hence the
-// same JSON.
-func appendAny(b []byte, v any, depth int) ([]byte, bool) {
-	if depth > 32 {
-		return b, false
-	}
-	switch x := v.(type) {
-	case nil:
-		return append(b, 'n'), true
-	case bool:
-		if x {
-			return append(b, 't'), true
-		}
-		return append(b, 'f'), true
-	case string:
-		return appendStr(append(b, 's'), x), true
-	case float64:
-		return binary.BigEndian.AppendUint64(append(b, 'd'), math.Float64bits(x)), true
-	case json.Number:
-		return appendStr(append(b, 'N'), string(x)), true
-	case int:
-		return binary.AppendVarint(append(b, 'i'), int64(x)), true
-	case int64:
-		return binary.AppendVarint(append(b, 'I'), x), true
-	case []string:
-		return appendStrs(append(b, 'S'), x), true
-	case []any:
-		if x == nil {
-			return append(b, 'N', 'A'), true
-		}
-		b = binary.AppendUvarint(append(b, 'A'), uint64(len(x)))
-		for _, e := range x {
-			var ok bool
-			if b, ok = appendAny(b, e, depth+1); !ok {
-				return b, false
-			}
-		}
-		return b, true
-	case map[string]any:
-		if x == nil {
-			return append(b, 'N', 'M'), true
-		}
-		var buf [16]string
-		keys := sortedKeys(buf[:0], x)
-		b = binary.AppendUvarint(append(b, 'M'), uint64(len(keys)))
-		for _, k := range keys {
-			b = appendStr(b, k)
-			var ok bool
-			if b, ok = appendAny(b, x[k], depth+1); !ok {
-				return b, false
-			}
-		}
-		return b, true
-	case map[string]string:
-		if x == nil {
-			return append(b, 'N', 'm'), true
-		}
-		var buf [16]string
-		keys := sortedKeys(buf[:0], x)
-		b = binary.AppendUvarint(append(b, 'm'), uint64(len(keys)))
-		for _, k := range keys {
-			b = appendStr(appendStr(b, k), x[k])
-		}
-		return b, true
-	default:
-		// Anything else: its JSON (what the full evaluation sees).
-		j, err := json.Marshal(x)
-		if err != nil {
-			return b, false
-		}
-		return appendStr(append(b, 'J'), string(j)), true
-	}
 }
 
 // sortedKeys appends m's keys to buf, sorted.
