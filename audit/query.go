@@ -43,6 +43,18 @@ type Filter struct {
 // the log and are skipped. No index is kept: on this machine a scan runs
 // at about a million records a second (see the package benchmarks).
 func Query(ctx context.Context, fsys fs.FS, f Filter, fn func(rec *Record, line []byte) error) error {
+	return QueryWith(ctx, fsys, f, QueryOptions{}, fn)
+}
+
+// QueryOptions tune QueryWith.
+type QueryOptions struct {
+	// NoIndex scans every segment even where an index could skip blocks
+	// (to measure the index, or to distrust it).
+	NoIndex bool
+}
+
+// QueryWith is Query with options.
+func QueryWith(ctx context.Context, fsys fs.FS, f Filter, opts QueryOptions, fn func(rec *Record, line []byte) error) error {
 	segs, err := ListSegments(fsys)
 	if err != nil {
 		return err

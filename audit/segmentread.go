@@ -3,9 +3,11 @@ package audit
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"strconv"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -87,4 +89,24 @@ func isSeal(line []byte) bool {
 	}
 	rec, err := DecodeRecord(line)
 	return err == nil && rec.Kind == KindLifecycle && rec.Event == EventSeal
+}
+
+// ReadCheckpoints parses a checkpoints file and checks every checkpoint's
+// signatures against verifiers, in file order. A torn last line (a crash
+// while writing it) is skipped; anything else wrong is an error naming the
+// line.
+func ReadCheckpoints(r io.Reader, verifiers note.Verifiers) ([]*Checkpoint, error) {
+	entries, _, err := readCheckpointEntries(r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Checkpoint, 0, len(entries))
+	for _, e := range entries {
+		cp, err := OpenCheckpoint([]byte(e.Note), verifiers)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", e.line, err)
+		}
+		out = append(out, cp)
+	}
+	return out, nil
 }

@@ -35,6 +35,21 @@ const auditUsage = `Usage:
         every object P touched:   -principal P -since T1 -until T2 -distinct object
         every principal of K:     -bucket B -key K -distinct principal
 
+  countersign audit fleet verify [-config FILE] [-root DIR]... [-dir NODE=DIR]...
+                                 -pubkey FILE|-pubkey-text KEY [-versions=false] [-parallel N]
+      Verify every node's log at once: the audit bucket of FILE's
+      audit.upload (every <node_id>/ under it), directories laid out like
+      it (-root) and nodes' own audit directories (-dir). Each node is
+      verified as audit verify does (its checkpoint chain and tree, gaps,
+      missing segments), in parallel, and every file with several copies
+      (a local one and an uploaded one, or several object versions in an
+      Object Lock bucket) must be the same: a checkpoints file signed two
+      ways is a fork. Every problem is named with its node and segment.
+
+  countersign audit fleet query [-config FILE] [-root DIR]... [-dir NODE=DIR]... [audit query's flags]
+      audit query over every node, merged in time order, the node on every
+      line (-format table adds a NODE column; -distinct lists the nodes).
+
   countersign audit export [-dir DIR] [-out DIR]
       Write every sealed segment as Parquet for SQL engines, one file per
       segment: OUT/node=<id>/day=<YYYY-MM-DD>/seg-<first seq>.parquet (the
@@ -76,6 +91,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"verify-proof": runAuditVerifyProof,
 		"keygen":       runAuditKeygen,
 		"generate":     runAuditGenerate,
+		"fleet":        runAuditFleet,
 		"pubkey":       runAuditPubkey,
 	}}.run(ctx, args, stdout, stderr)
 }

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,119 +21,187 @@ import (
 func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := auditFlagSet("audit query", stderr)
 	dir := fs.String("dir", ".", "audit log directory (audit.dir)")
-	var f audit.Filter
-	fs.StringVar(&f.Principal, "principal", "", "principal id")
-	fs.StringVar(&f.Key, "key", "", "object key, exactly")
-	fs.StringVar(&f.KeyPrefix, "key-prefix", "", "object key prefix")
-	fs.StringVar(&f.Bucket, "bucket", "", "bucket")
-	since := fs.String("since", "", "records at or after this time")
-	until := fs.String("until", "", "records before this time")
-	decision := fs.String("decision", "", "allow, deny, error, unauthenticated or malformed")
-	kind := fs.String("kind", "", "access or lifecycle")
-	format := fs.String("format", "jsonl", "jsonl (the records as stored) or table")
-	distinct := fs.String("distinct", "", "principal or object: list each once, with count and first/last time")
+	var qf auditQueryFlags
+	qf.register(fs)
 	if !auditParseFlags(fs, args, stderr, 0) {
 		return 2
 	}
-	usage := func(msg string) int {
-		fmt.Fprintln(stderr, "countersign audit query:", msg)
+	f, err := qf.filter(time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "countersign audit query:", err)
 		return 2
-	}
-	if f.Key != "" && f.KeyPrefix != "" {
-		return usage("-key and -key-prefix exclude each other")
-	}
-	now := time.Now()
-	var err error
-	if f.Since, err = auditParseTime(*since, now); err != nil {
-		return usage("-since: " + err.Error())
-	}
-	if f.Until, err = auditParseTime(*until, now); err != nil {
-		return usage("-until: " + err.Error())
-	}
-	switch d := audit.Decision(*decision); d {
-	case "", audit.DecisionAllow, audit.DecisionDeny, audit.DecisionError, audit.DecisionUnauthenticated, audit.DecisionMalformed:
-		f.Decision = d
-	default:
-		return usage(fmt.Sprintf("-decision %q: allow, deny, error, unauthenticated or malformed", *decision))
-	}
-	switch k := audit.Kind(*kind); k {
-	case "", audit.KindAccess, audit.KindLifecycle:
-		f.Kind = k
-	default:
-		return usage(fmt.Sprintf("-kind %q: access or lifecycle", *kind))
-	}
-	if *format != "jsonl" && *format != "table" {
-		return usage(fmt.Sprintf("-format %q: jsonl or table", *format))
-	}
-	if *distinct != "" && *distinct != "principal" && *distinct != "object" {
-		return usage(fmt.Sprintf("-distinct %q: principal or object", *distinct))
 	}
 	fsys, err := audit.DirFS(*dir)
 	if err != nil {
-		return usage(err.Error())
+		fmt.Fprintln(stderr, "countersign audit query:", err)
+		return 2
 	}
-
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	type seen struct {
-		n           int
-		first, last time.Time
-	}
-	groups := map[string]*seen{}
-	var order []string
-	if *format == "table" && *distinct == "" {
-		fmt.Fprintln(tw, "TIME\tSEQ\tPRINCIPAL\tDECISION\tSTATUS\tOPERATION\tOBJECT")
-	}
-	n := 0
-	err = audit.Query(ctx, fsys, f, func(r *audit.Record, line []byte) error {
-		n++
-		if *distinct != "" {
-			k := auditPrincipal(r)
-			if *distinct == "object" {
-				k = auditObject(r)
-			}
-			g := groups[k]
-			if g == nil {
-				g = &seen{first: r.Time}
-				groups[k] = g
-				order = append(order, k)
-			}
-			g.n++
-			g.last = r.Time
-			return nil
-		}
-		if *format == "jsonl" {
-			_, err := fmt.Fprintf(stdout, "%s\n", line)
-			return err
-		}
-		op := r.Operation
-		if r.Kind == audit.KindLifecycle {
-			op = string(r.Event)
-		}
-		_, err := fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format(time.RFC3339Nano), r.Seq,
-			auditPrincipal(r), r.Decision, auditStatus(r), op, auditObject(r))
-		return err
+	p := qf.printer(stdout, false)
+	err = audit.QueryWith(ctx, fsys, f, qf.options(), func(r *audit.Record, line []byte) error {
+		return p.add("", r, line)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "countersign audit query:", err)
 		return 1
 	}
-	if *distinct != "" {
-		if *format == "jsonl" {
-			for _, k := range order {
-				g := groups[k]
-				b, _ := json.Marshal(map[string]any{*distinct: k, "records": g.n, "first": g.first, "last": g.last})
-				fmt.Fprintf(stdout, "%s\n", b)
-			}
-			return 0
+	p.finish()
+	return 0
+}
+
+// auditQueryFlags are the filter and output flags of audit query and
+// audit fleet query.
+type auditQueryFlags struct {
+	f                                          audit.Filter
+	since, until, decision, kind, format, dist string
+	noIndex                                    bool
+}
+
+func (q *auditQueryFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&q.f.Principal, "principal", "", "principal id")
+	fs.StringVar(&q.f.Key, "key", "", "object key, exactly")
+	fs.StringVar(&q.f.KeyPrefix, "key-prefix", "", "object key prefix")
+	fs.StringVar(&q.f.Bucket, "bucket", "", "bucket")
+	fs.StringVar(&q.since, "since", "", "records at or after this time")
+	fs.StringVar(&q.until, "until", "", "records before this time")
+	fs.StringVar(&q.decision, "decision", "", "allow, deny, error, unauthenticated or malformed")
+	fs.StringVar(&q.kind, "kind", "", "access or lifecycle")
+	fs.StringVar(&q.format, "format", "jsonl", "jsonl (the records as stored) or table")
+	fs.StringVar(&q.dist, "distinct", "", "principal or object: list each once, with count and first/last time")
+	fs.BoolVar(&q.noIndex, "no-index", false, "scan every segment, ignoring segment indexes")
+}
+
+func (q *auditQueryFlags) options() audit.QueryOptions { return audit.QueryOptions{NoIndex: q.noIndex} }
+
+// filter checks the flags and returns the filter.
+func (q *auditQueryFlags) filter(now time.Time) (audit.Filter, error) {
+	f := q.f
+	if f.Key != "" && f.KeyPrefix != "" {
+		return f, errors.New("-key and -key-prefix exclude each other")
+	}
+	var err error
+	if f.Since, err = auditParseTime(q.since, now); err != nil {
+		return f, errors.New("-since: " + err.Error())
+	}
+	if f.Until, err = auditParseTime(q.until, now); err != nil {
+		return f, errors.New("-until: " + err.Error())
+	}
+	switch d := audit.Decision(q.decision); d {
+	case "", audit.DecisionAllow, audit.DecisionDeny, audit.DecisionError, audit.DecisionUnauthenticated, audit.DecisionMalformed:
+		f.Decision = d
+	default:
+		return f, fmt.Errorf("-decision %q: allow, deny, error, unauthenticated or malformed", q.decision)
+	}
+	switch k := audit.Kind(q.kind); k {
+	case "", audit.KindAccess, audit.KindLifecycle:
+		f.Kind = k
+	default:
+		return f, fmt.Errorf("-kind %q: access or lifecycle", q.kind)
+	}
+	if q.format != "jsonl" && q.format != "table" {
+		return f, fmt.Errorf("-format %q: jsonl or table", q.format)
+	}
+	if q.dist != "" && q.dist != "principal" && q.dist != "object" {
+		return f, fmt.Errorf("-distinct %q: principal or object", q.dist)
+	}
+	return f, nil
+}
+
+// auditQueryPrinter writes query results: the records, or with -distinct
+// one line per principal or object.
+type auditQueryPrinter struct {
+	stdout   io.Writer
+	tw       *tabwriter.Writer
+	format   string
+	distinct string
+	fleet    bool // a NODE column, and the nodes of each distinct line
+	groups   map[string]*auditSeen
+	order    []string
+}
+
+type auditSeen struct {
+	n           int
+	first, last time.Time
+	nodes       []string
+}
+
+func (q *auditQueryFlags) printer(stdout io.Writer, fleet bool) *auditQueryPrinter {
+	p := &auditQueryPrinter{stdout: stdout, tw: tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0),
+		format: q.format, distinct: q.dist, fleet: fleet, groups: map[string]*auditSeen{}}
+	if p.format == "table" && p.distinct == "" {
+		if fleet {
+			fmt.Fprint(p.tw, "NODE\t")
 		}
-		fmt.Fprintf(tw, "%s\tRECORDS\tFIRST\tLAST\n", strings.ToUpper(*distinct))
-		for _, k := range order {
-			g := groups[k]
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", k, g.n, g.first.Format(time.RFC3339), g.last.Format(time.RFC3339))
+		fmt.Fprintln(p.tw, "TIME\tSEQ\tPRINCIPAL\tDECISION\tSTATUS\tOPERATION\tOBJECT")
+	}
+	return p
+}
+
+func (p *auditQueryPrinter) add(node string, r *audit.Record, line []byte) error {
+	if p.distinct != "" {
+		k := auditPrincipal(r)
+		if p.distinct == "object" {
+			k = auditObject(r)
+		}
+		g := p.groups[k]
+		if g == nil {
+			g = &auditSeen{first: r.Time}
+			p.groups[k] = g
+			p.order = append(p.order, k)
+		}
+		g.n++
+		g.last = r.Time
+		if node != "" && !slices.Contains(g.nodes, node) {
+			g.nodes = append(g.nodes, node)
+		}
+		return nil
+	}
+	if p.format == "jsonl" {
+		_, err := fmt.Fprintf(p.stdout, "%s\n", line)
+		return err
+	}
+	op := r.Operation
+	if r.Kind == audit.KindLifecycle {
+		op = string(r.Event)
+	}
+	if p.fleet {
+		fmt.Fprintf(p.tw, "%s\t", node)
+	}
+	_, err := fmt.Fprintf(p.tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format(time.RFC3339Nano), r.Seq,
+		auditPrincipal(r), r.Decision, auditStatus(r), op, auditObject(r))
+	return err
+}
+
+func (p *auditQueryPrinter) finish() {
+	if p.distinct != "" {
+		if p.format == "jsonl" {
+			for _, k := range p.order {
+				g := p.groups[k]
+				m := map[string]any{p.distinct: k, "records": g.n, "first": g.first, "last": g.last}
+				if p.fleet {
+					slices.Sort(g.nodes)
+					m["nodes"] = g.nodes
+				}
+				b, _ := json.Marshal(m)
+				fmt.Fprintf(p.stdout, "%s\n", b)
+			}
+			return
+		}
+		fmt.Fprintf(p.tw, "%s\tRECORDS\tFIRST\tLAST", strings.ToUpper(p.distinct))
+		if p.fleet {
+			fmt.Fprint(p.tw, "\tNODES")
+		}
+		fmt.Fprintln(p.tw)
+		for _, k := range p.order {
+			g := p.groups[k]
+			fmt.Fprintf(p.tw, "%s\t%d\t%s\t%s", k, g.n, g.first.Format(time.RFC3339), g.last.Format(time.RFC3339))
+			if p.fleet {
+				slices.Sort(g.nodes)
+				fmt.Fprintf(p.tw, "\t%s", strings.Join(g.nodes, ","))
+			}
+			fmt.Fprintln(p.tw)
 		}
 	}
-	tw.Flush()
-	return 0
+	p.tw.Flush()
 }
 
 func auditPrincipal(r *audit.Record) string {
