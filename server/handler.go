@@ -76,6 +76,9 @@ type Options struct {
 	// fetch still running then is abandoned and the request answered 503
 	// with Retry-After. Recording the outcome has a bound of its own.
 	RequestTimeout time.Duration
+	// Vending is what Iceberg clients are told beside vended credentials
+	// (client.region, s3.endpoint).
+	Vending VendConfig
 }
 
 // DefaultRequestTimeout is Options.RequestTimeout's default: well above a
@@ -89,6 +92,8 @@ type Stages struct {
 	Authorizer    Authorizer
 	Signer        Signer
 	Audit         AuditLog
+	// Vendor, optional, serves the credential-vending routes.
+	Vendor Vendor
 }
 
 // Handler serves the sign routes: decode, authenticate, classify, authorize

@@ -41,6 +41,11 @@ func matchV1(p string) (route, bool) {
 	if p == "/v1/aws/s3/sign" {
 		return route{name: "legacy"}, true
 	}
+	return matchTablePath(p, "sign", "table")
+}
+
+// matchTablePath recognizes /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/{verb}.
+func matchTablePath(p, verb, name string) (route, bool) {
 	rest, ok := strings.CutPrefix(p, "/v1/")
 	if !ok {
 		return route{}, false
@@ -54,7 +59,7 @@ func matchV1(p string) (route, bool) {
 	default:
 		return route{}, false
 	}
-	if segs[0] != "namespaces" || segs[2] != "tables" || segs[4] != "sign" {
+	if segs[0] != "namespaces" || segs[2] != "tables" || segs[4] != verb {
 		return route{}, false
 	}
 	t := &policyinput.Table{}
@@ -75,7 +80,7 @@ func matchV1(p string) (route, bool) {
 			return route{}, false
 		}
 	}
-	return route{name: "table", table: t}, true
+	return route{name: name, table: t}, true
 }
 
 // unescapeSegment percent-decodes one path segment. Invalid escapes, invalid

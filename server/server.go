@@ -223,6 +223,12 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+	if s.handler.stages.Vendor != nil {
+		if vr, ok := matchVendRoute(path, s.handler.opts.BasePaths); ok {
+			s.serveVend(ctx, vr)
+			return
+		}
+	}
 	rt, ok := matchSignRoute(path, s.handler.opts.BasePaths)
 	if !ok {
 		writeError(ctx, http.StatusNotFound, "no route for "+truncate(path)+"; sign routes are POST /v1/aws/s3/sign and POST /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/sign", 0)

@@ -48,6 +48,29 @@ var miniPorts = []string{
 // A failed start (a port taken in between) is retried on new ports.
 func (s *Servers) StartSeaweedFS(t testing.TB) *S3Server {
 	t.Helper()
+	return s.StartSeaweedFSWith(t, SeaweedFSOptions{})
+}
+
+// SeaweedFSOptions are what StartSeaweedFSWith adds to StartSeaweedFS.
+type SeaweedFSOptions struct {
+	// STS turns on SeaweedFS's IAM and STS (-s3.iam.config): AssumeRole is
+	// POST / on the S3 port, signed with the root identity's keys, for
+	// role SeaweedFSRoleARN, which allows every S3 action; what a session
+	// may do is then exactly its inline session policy, which SeaweedFS
+	// enforces (it ignores SourceIdentity and session tags).
+	STS bool
+}
+
+// SeaweedFSRoleARN is the role StartSeaweedFSWith's STS lets the root
+// identity assume.
+const SeaweedFSRoleARN = "arn:aws:iam::000000000000:role/countersign-sessions"
+
+// seaweedSTSSigningKey signs SeaweedFS's session tokens in tests (base64).
+const seaweedSTSSigningKey = "Y291bnRlcnNpZ24tdGVzdC1zdHMtc2lnbmluZy1rZXktMzI="
+
+// StartSeaweedFSWith is StartSeaweedFS with options.
+func (s *Servers) StartSeaweedFSWith(t testing.TB, o SeaweedFSOptions) *S3Server {
+	t.Helper()
 	if s.WeedBin == "" {
 		t.Fatal("StartSeaweedFS: no weed binary (testsupport.Build.SeaweedFS is off)")
 	}
@@ -65,11 +88,30 @@ func (s *Servers) StartSeaweedFS(t testing.TB) *S3Server {
 		Credentials []credential `json:"credentials"`
 		Actions     []string     `json:"actions"`
 	}
-	cfg, err := json.Marshal(map[string][]identity{"identities": {{
+	conf := map[string]any{"identities": []identity{{
 		Name:        "root",
 		Credentials: []credential{{s.AccessKey, s.SecretKey}},
 		Actions:     []string{"Admin", "Read", "Write", "List", "Tagging"},
-	}}})
+	}}}
+	if o.STS {
+		allow := func(action, principal string) map[string]any {
+			st := map[string]any{"Effect": "Allow", "Action": []string{action}}
+			if principal != "" {
+				st["Principal"] = principal
+			} else {
+				st["Resource"] = []string{"*"}
+			}
+			return map[string]any{"Version": "2012-10-17", "Statement": []any{st}}
+		}
+		conf["sts"] = map[string]any{"tokenDuration": "1h", "maxSessionLength": "12h", "issuer": "seaweedfs-sts", "signingKey": seaweedSTSSigningKey}
+		conf["policy"] = map[string]any{"defaultEffect": "Deny", "storeType": "memory"}
+		conf["policies"] = []any{map[string]any{"name": "S3FullAccess", "document": allow("s3:*", "")}}
+		conf["roles"] = []any{map[string]any{
+			"roleName": "countersign-sessions", "roleArn": SeaweedFSRoleARN,
+			"attachedPolicies": []string{"S3FullAccess"}, "trustPolicy": allow("sts:AssumeRole", "*"),
+		}}
+	}
+	cfg, err := json.Marshal(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +124,9 @@ func (s *Servers) StartSeaweedFS(t testing.TB) *S3Server {
 		args := []string{"mini", "-dir", data, "-ip", "127.0.0.1", "-ip.bind", "127.0.0.1",
 			"-master.telemetry=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
 			"-admin.port.legacy=0", "-s3.config", cfgPath, "-s3.domainName", "localhost"}
+		if o.STS {
+			args = append(args, "-s3.iam.config", cfgPath)
+		}
 		ports := map[string]int{}
 		for _, name := range miniPorts {
 			ports[name] = FreePort(t)
