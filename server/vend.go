@@ -1,0 +1,268 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/countersign/countersign/internal/policyinput"
+	"github.com/countersign/countersign/remotesign"
+	"github.com/countersign/countersign/vend"
+)
+
+// Vendor mints vended credentials, decided, bounded and recorded
+// (implemented by *vend.Service). Stages.Vendor nil serves no credential
+// routes.
+type Vendor interface {
+	Mint(ctx context.Context, r *vend.Request) (*vend.Credentials, error)
+	// Refused records a mint refused before it was decided.
+	Refused(ctx context.Context, r *vend.Request, status int, msg string) error
+}
+
+// The credential-vending APIs, each with its own request, answer and
+// error model.
+const (
+	apiIceberg = "credentials" // Iceberg REST loadCredentials
+	apiUnity   = "unity"       // Unity Catalog temporary path credentials
+)
+
+// vendRoute is what the URL path of a credentials request says.
+type vendRoute struct {
+	api   string
+	table *policyinput.Table // the Iceberg route's table
+}
+
+const unityPathCredentials = "/api/2.1/unity-catalog/temporary-path-credentials"
+
+// matchVendRoute recognizes, under any of the base paths:
+//
+//	GET  /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/credentials   (Iceberg REST)
+//	POST /api/2.1/unity-catalog/temporary-path-credentials                (Unity Catalog)
+func matchVendRoute(rawPath string, basePaths []string) (vendRoute, bool) {
+	for _, base := range basePaths {
+		rest, ok := strings.CutPrefix(rawPath, base)
+		if !ok {
+			continue
+		}
+		if rest == unityPathCredentials {
+			return vendRoute{api: apiUnity}, true
+		}
+		if r, ok := matchTablePath(rest, "credentials", apiIceberg); ok {
+			return vendRoute{api: apiIceberg, table: r.table}, true
+		}
+	}
+	return vendRoute{}, false
+}
+
+// serveVend answers a credentials request: authenticate as the sign
+// routes do, then mint (vend decides and records), then answer in the
+// route's own model.
+func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
+	h := s.handler
+	req := &vend.Request{Table: vr.table, SourceIP: ctx.RemoteIP().String(), RequestID: requestID(ctx)}
+	ctx.Response.Header.Set("X-Request-Id", req.RequestID)
+	defer func() {
+		if m := h.opts.Metrics; m != nil {
+			m.Requests.WithLabelValues(vr.api, strconv.Itoa(ctx.Response.StatusCode())).Inc()
+		}
+	}()
+	method := "GET"
+	if vr.api == apiUnity {
+		method = "POST"
+	}
+	if string(ctx.Method()) != method {
+		h.refuseVend(ctx, vr, req, http.StatusMethodNotAllowed, "this route accepts "+method+" only", 0)
+		ctx.Response.Header.Set("Allow", method)
+		return
+	}
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	default:
+		h.refuseVend(ctx, vr, req, http.StatusServiceUnavailable,
+			"countersign is serving its limit of "+strconv.Itoa(cap(s.inflight))+" requests at once (limits.max_concurrency)", 1)
+		return
+	}
+	stageCtx, cancel := context.WithTimeout(context.Background(), h.opts.RequestTimeout)
+	defer cancel()
+
+	id, err := h.stages.Authenticator.Authenticate(stageCtx, ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx))
+	if err != nil {
+		var c call
+		h.refuseAuth(&c, err)
+		h.refuseVend(ctx, vr, req, c.status, c.msg, c.retryAfter)
+		return
+	}
+	req.Identity = id
+	if cc := connOf(ctx.Conn()); cc != nil {
+		cc.markAuthenticated()
+	}
+	if h.limiter != nil {
+		if wait, ok := h.limiter.allow(id.Principal.ID); !ok {
+			h.refuseVend(ctx, vr, req, http.StatusTooManyRequests, "rate limit exceeded for principal "+strconv.Quote(id.Principal.ID), wait)
+			return
+		}
+	}
+	if vr.api == apiUnity {
+		if err := decodeUnityRequest(ctx.PostBody(), req); err != nil {
+			h.refuseVend(ctx, vr, req, http.StatusBadRequest, err.Error(), 0)
+			return
+		}
+	}
+	creds, err := h.stages.Vendor.Mint(stageCtx, req)
+	if err != nil {
+		var e *vend.Error
+		if !errors.As(err, &e) {
+			e = &vend.Error{Status: http.StatusInternalServerError, Msg: "internal error; nothing was vended"}
+		}
+		writeVendError(ctx, vr.api, e.Status, e.Msg, e.RetryAfter)
+		return
+	}
+	ctx.SetStatusCode(http.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	if vr.api == apiUnity {
+		ctx.SetBody(unityAnswer(creds))
+		return
+	}
+	ctx.SetBody(icebergAnswer(creds, h.opts.Vending))
+}
+
+// refuseVend records a credentials request refused before it was decided
+// and answers it.
+func (h *Handler) refuseVend(ctx *fasthttp.RequestCtx, vr vendRoute, req *vend.Request, status int, msg string, retryAfter int) {
+	if err := h.stages.Vendor.Refused(context.Background(), req, status, msg); err != nil {
+		h.log.Error("audit log unavailable; refusing to vend", "err", err, "request_id", req.RequestID)
+		status, msg, retryAfter = http.StatusServiceUnavailable, "audit log unavailable; nothing was vended", 1
+	}
+	writeVendError(ctx, vr.api, status, msg, retryAfter)
+	if status == http.StatusUnauthorized {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="countersign"`)
+	}
+}
+
+// decodeUnityRequest reads GenerateTemporaryPathCredential: url and
+// operation (PATH_READ, PATH_READ_WRITE, PATH_CREATE_TABLE).
+func decodeUnityRequest(body []byte, req *vend.Request) error {
+	var in struct {
+		URL       *string `json:"url"`
+		Operation *string `json:"operation"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return errors.New("the body is not a GenerateTemporaryPathCredential JSON object: " + err.Error())
+	}
+	if in.URL == nil || *in.URL == "" {
+		return errors.New(`"url" is required: the s3:// location to vend credentials for`)
+	}
+	req.Location = *in.URL
+	op := ""
+	if in.Operation != nil {
+		op = *in.Operation
+	}
+	switch op {
+	case "PATH_READ":
+		req.Access = vend.Read
+	case "PATH_READ_WRITE", "PATH_CREATE_TABLE":
+		req.Access = vend.ReadWrite
+	default:
+		return errors.New(`"operation" ` + strconv.Quote(op) + ": PATH_READ, PATH_READ_WRITE or PATH_CREATE_TABLE")
+	}
+	return nil
+}
+
+// VendConfig is what Iceberg clients are told beside the credentials.
+type VendConfig struct {
+	Region, Endpoint string
+}
+
+// icebergAnswer is a LoadCredentialsResponse.
+func icebergAnswer(c *vend.Credentials, vc VendConfig) []byte {
+	config := map[string]string{
+		"s3.access-key-id":               c.AccessKeyID,
+		"s3.secret-access-key":           c.SecretAccessKey,
+		"s3.session-token":               c.SessionToken,
+		"s3.session-token-expires-at-ms": strconv.FormatInt(c.Expires.UnixMilli(), 10),
+	}
+	if vc.Region != "" {
+		config["client.region"] = vc.Region
+	}
+	if vc.Endpoint != "" {
+		config["s3.endpoint"] = vc.Endpoint
+	}
+	type storageCredential struct {
+		Prefix string            `json:"prefix"`
+		Config map[string]string `json:"config"`
+	}
+	b, _ := json.Marshal(struct {
+		StorageCredentials []storageCredential `json:"storage-credentials"`
+	}{[]storageCredential{{Prefix: c.Location, Config: config}}})
+	return b
+}
+
+// unityAnswer is a GenerateTemporaryPathCredentialResponse.
+func unityAnswer(c *vend.Credentials) []byte {
+	type awsCredentials struct {
+		AccessKeyID     string `json:"access_key_id"`
+		SecretAccessKey string `json:"secret_access_key"`
+		SessionToken    string `json:"session_token"`
+	}
+	b, _ := json.Marshal(struct {
+		AWS        awsCredentials `json:"aws_temp_credentials"`
+		Expiration int64          `json:"expiration_time"`
+	}{awsCredentials{c.AccessKeyID, c.SecretAccessKey, c.SessionToken}, c.Expires.UnixMilli()})
+	return b
+}
+
+// writeVendError answers in the route's error model: Iceberg's
+// ErrorModel, or Unity Catalog's {error_code, message}.
+func writeVendError(ctx *fasthttp.RequestCtx, api string, status int, msg string, retryAfter int) {
+	rid := ctx.Response.Header.Peek("X-Request-Id")
+	id := string(rid)
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("X-Request-Id", id)
+	if retryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	if api == apiUnity {
+		b, _ := json.Marshal(struct {
+			Code    string `json:"error_code"`
+			Message string `json:"message"`
+		}{unityErrorCode(status), msg})
+		ctx.SetBody(b)
+		return
+	}
+	typ := errorType(status)
+	if status == http.StatusNotFound {
+		typ = "NoSuchTableException"
+	}
+	ctx.SetBody(remotesign.AppendError(nil, status, typ, msg))
+}
+
+// unityErrorCode maps a status to Unity Catalog's error codes.
+func unityErrorCode(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusMethodNotAllowed:
+		return "NOT_IMPLEMENTED"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	}
+	return "INTERNAL"
+}

@@ -1,0 +1,68 @@
+package vend
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Access is a mint's access class.
+type Access string
+
+// The access classes of a mint.
+const (
+	Read      Access = "read"       // read and list
+	ReadWrite Access = "read-write" // read, list, write and delete
+)
+
+// ParseAccess reads an access class, naming the valid ones when s is not.
+func ParseAccess(s string) (Access, error) {
+	switch a := Access(s); a {
+	case Read, ReadWrite:
+		return a, nil
+	}
+	return "", fmt.Errorf("access class %q: read or read-write", s)
+}
+
+// classes are the S3 access classes (s3req's, as the policy sees them in
+// input.access) a mint of access a asks the policy and the scope compiler
+// about. required classes must cover the whole prefix or the mint is
+// refused; optional ones are granted where the scope allows them under
+// the prefix, and left out otherwise.
+func (a Access) classes() (required, optional []string) {
+	if a == ReadWrite {
+		return []string{"read", "write"}, []string{"list", "delete"}
+	}
+	return []string{"read"}, []string{"list"}
+}
+
+// splitLocation reads "s3://bucket/path" (or s3a://, s3n://) into a bucket
+// and a key prefix that ends in "/" (or is "" for the whole bucket), the
+// way deploy/policies/lib/location.rego reads a table location: the
+// location wh/db/t covers wh/db/t/ but not wh/db/t_old/.
+func splitLocation(loc string) (bucket, prefix string, err error) {
+	rest, ok := "", false
+	for _, scheme := range []string{"s3://", "s3a://", "s3n://"} {
+		if rest, ok = strings.CutPrefix(loc, scheme); ok {
+			break
+		}
+	}
+	if !ok {
+		return "", "", fmt.Errorf("location %q is not an s3:// URL", loc)
+	}
+	bucket, prefix, _ = strings.Cut(rest, "/")
+	if bucket == "" {
+		return "", "", fmt.Errorf("location %q names no bucket", loc)
+	}
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if strings.Contains(prefix, "//") || strings.HasPrefix(prefix, "/") {
+		return "", "", fmt.Errorf("location %q has an empty path segment", loc)
+	}
+	for i := 0; i < len(prefix); i++ {
+		if c := prefix[i]; c < 0x20 || c == 0x7f || c == '*' || c == '?' {
+			return "", "", fmt.Errorf("location %q contains %q, which a session policy cannot name exactly", loc, c)
+		}
+	}
+	return bucket, prefix, nil
+}
