@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/internal/jsonstr"
@@ -97,8 +98,7 @@ func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 		case mac == nil:
 			dst = jsonstr.AppendBody(dst, p.TokenHMAC)
 		case p.TokenSHA256 != [32]byte{}:
-			sum := mac.sum(&p.TokenSHA256)
-			dst = hex.AppendEncode(dst, sum[:])
+			dst = mac.appendHex(dst, &p.TokenSHA256)
 		}
 		dst = append(dst, `"}`...)
 	}
@@ -225,6 +225,26 @@ func sortStrings(s []string) {
 // interface call per record).
 type tokenMAC struct {
 	ipad, opad [sha256.BlockSize]byte
+	// last is the most recent token's HMAC, hex-encoded: a scan's records
+	// carry the same token thousands of times.
+	last atomic.Pointer[macHex]
+}
+
+type macHex struct {
+	msg [32]byte
+	hex [2 * sha256.Size]byte
+}
+
+// appendHex appends the hex HMAC of msg, computed once per token in a row.
+func (m *tokenMAC) appendHex(dst []byte, msg *[32]byte) []byte {
+	if l := m.last.Load(); l != nil && l.msg == *msg {
+		return append(dst, l.hex[:]...)
+	}
+	sum := m.sum(msg)
+	l := &macHex{msg: *msg}
+	hex.Encode(l.hex[:], sum[:])
+	m.last.Store(l)
+	return append(dst, l.hex[:]...)
 }
 
 func newTokenMAC(key []byte) *tokenMAC {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -251,6 +252,23 @@ func TestTokenMACIsHMACSHA256(t *testing.T) {
 		got := newTokenMAC(key).sum(&tok)
 		if string(got[:]) != string(want) {
 			t.Fatalf("key of %d bytes: HMAC differs", len(key))
+		}
+	}
+}
+
+// TestTokenMACRemembersOnlyItsToken: the remembered HMAC of the last token
+// is used for that token only, however tokens alternate.
+func TestTokenMACRemembersOnlyItsToken(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	mac := newTokenMAC(key)
+	toks := [][32]byte{sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b")), sha256.Sum256([]byte("b")), sha256.Sum256([]byte("a")), {}}
+	toks[4][31] = 1 // differs from the zero digest in the last byte only
+	for i, tok := range toks {
+		m := hmac.New(sha256.New, key)
+		m.Write(tok[:])
+		want := hex.EncodeToString(m.Sum(nil))
+		if got := string(mac.appendHex([]byte("x"), &tok)); got != "x"+want {
+			t.Fatalf("token %d: %s, want x%s", i, got, want)
 		}
 	}
 }
