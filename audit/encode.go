@@ -158,6 +158,14 @@ func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 		dst = jsonstr.Append(dst, s.CanonicalRequestSHA256)
 		dst = append(dst, `,"signature_sha256":`...)
 		dst = jsonstr.Append(dst, s.SignatureSHA256)
+		if s.SourceIdentity != "" {
+			dst = append(dst, `,"source_identity":`...)
+			dst = jsonstr.Append(dst, s.SourceIdentity)
+		}
+		if s.SessionName != "" {
+			dst = append(dst, `,"session_name":`...)
+			dst = jsonstr.Append(dst, s.SessionName)
+		}
 		dst = append(dst, '}')
 	}
 	if m := r.Mint; m != nil {

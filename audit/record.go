@@ -76,6 +76,10 @@ const SchemaVersion = 1
 //	  signature_sha256          hex SHA-256 of the hex signature; the
 //	                  signature itself is never recorded (a signed request is
 //	                  a bearer credential for minutes)
+//	  source_identity optional: the per-principal session's SourceIdentity
+//	                  (credentials.per_principal), then access_key_id is
+//	                  the session's; absent otherwise
+//	  session_name    optional: the session's RoleSessionName, likewise
 //	mint              only on credential mints (operation "MintCredentials",
 //	                  role "prefix", access "read" or "read-write", the
 //	                  prefix asked for in bucket and prefix), allowed or not:
@@ -180,6 +184,11 @@ type Signing struct {
 	Payload                string   `json:"payload"`
 	CanonicalRequestSHA256 string   `json:"canonical_request_sha256"`
 	SignatureSHA256        string   `json:"signature_sha256"`
+	// SourceIdentity and SessionName name the per-principal session the
+	// request was signed with (credentials.per_principal); absent when
+	// one credential signs for everyone.
+	SourceIdentity string `json:"source_identity,omitempty"`
+	SessionName    string `json:"session_name,omitempty"`
 }
 
 // OperationMint is the operation of a credential mint's record.

@@ -69,6 +69,7 @@ func (c *call) auditRecords() []*audit.Record {
 			AccessKeyID: s.AccessKeyID, Scope: s.CredentialScope, AmzDate: s.AmzDate,
 			SignedHeaders: s.SignedHeaders, Payload: c.req.ContentSHA256,
 			CanonicalRequestSHA256: s.CanonicalRequestSHA256, SignatureSHA256: s.SignatureSHA256,
+			SourceIdentity: s.SourceIdentity, SessionName: s.SessionName,
 		}
 	}
 	for i := range c.req.Targets {

@@ -16,7 +16,11 @@ import (
 // allocs/op are the path's; its ns/op is bounded by the disk's fdatasync
 // latency over the batch size (see countersign bench for throughput).
 func BenchmarkServeSign(b *testing.B) {
-	s := newTestServer(b, testPolicy, nil, Options{})
+	benchServe(b, newTestServer(b, testPolicy, nil, Options{}))
+}
+
+// benchServe drives s as BenchmarkServeSign says.
+func benchServe(b *testing.B, s *Server) {
 	handler := s.Handler()
 	auth := "Bearer " + aliceToken()
 	var n atomic.Int64

@@ -78,7 +78,7 @@ type cannedSigner struct{}
 
 // Sign echoes the client's headers and adds what the real signer adds, with
 // constant values.
-func (cannedSigner) Sign(_ context.Context, r *s3req.Request) (*signer.Signed, error) {
+func (cannedSigner) SignFor(_ context.Context, r *s3req.Request, _ signer.Caller) (*signer.Signed, error) {
 	h := make(remotesign.Headers, len(r.Headers), len(r.Headers)+3)
 	copy(h, r.Headers)
 	h = append(h, remotesign.Header{Name: "Authorization", Values: []string{CannedAuthorization}})

@@ -46,10 +46,10 @@ type Authorizer interface {
 	Authorize(ctx context.Context, in *policyinput.Input) (policyinput.Decision, error)
 }
 
-// Signer signs a classified request with countersign's credentials
-// (implemented by *signer.Signer).
+// Signer signs a classified request with countersign's credentials, or
+// with the caller's per-principal session (implemented by *signer.Signer).
 type Signer interface {
-	Sign(ctx context.Context, r *s3req.Request) (*signer.Signed, error)
+	SignFor(ctx context.Context, r *s3req.Request, c signer.Caller) (*signer.Signed, error)
 }
 
 // Options configures the sign handler.
@@ -290,7 +290,7 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 
-	signed, err := h.stages.Signer.Sign(stageCtx, req)
+	signed, err := h.stages.Signer.SignFor(stageCtx, req, signer.Caller{TokenHash: id.TokenHash, Principal: &id.Principal})
 	h.observe(stageSign, start)
 	if err != nil {
 		switch {
@@ -348,7 +348,7 @@ func (h *Handler) refuseAuth(c *call, err error) {
 func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 	start := time.Now()
 	recs := c.auditRecords()
-	if c.signed != nil {
+	if c.signed != nil && c.signed.SessionName == "" { // per-principal sessions are not rotations
 		recs = h.noteKeyRotation(recs, c.signed.AccessKeyID)
 	} else {
 		recs = h.limitRefusal(c, recs, start)

@@ -142,9 +142,9 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 // Get returns the session to sign k's request with, minting one on a miss
 // (the caller waits) and when the cached one has less than MinRemaining
 // left. Errors wrap ErrUnavailable.
-func (c *Cache) Get(ctx context.Context, k *Key, p *policyinput.Principal) (Credentials, error) {
+func (c *Cache) Get(ctx context.Context, k Key, p *policyinput.Principal) (Credentials, error) {
 	now := c.opts.Now()
-	if e, ok := c.byKey.Get(*k); ok {
+	if e, ok := c.byKey.Get(k); ok {
 		if cr := e.creds.Load(); cr.Expires.Sub(now) >= c.opts.MinRemaining {
 			e.lastUsed.Store(now.UnixNano())
 			if cr.Expires.Sub(now) < c.opts.RenewBefore {
@@ -158,7 +158,7 @@ func (c *Cache) Get(ctx context.Context, k *Key, p *policyinput.Principal) (Cred
 
 // miss compiles the session policy and finds or mints its session, once
 // for concurrent callers with the same key.
-func (c *Cache) miss(ctx context.Context, k *Key, p *policyinput.Principal) (Credentials, error) {
+func (c *Cache) miss(ctx context.Context, k Key, p *policyinput.Principal) (Credentials, error) {
 	gen := c.gen.Load()
 	fk := string(k.Token[:]) + needsString(k.Needs[:])
 	v, err, _ := c.flight.Do(fk, func() (any, error) {
@@ -171,7 +171,7 @@ func (c *Cache) miss(ctx context.Context, k *Key, p *policyinput.Principal) (Cre
 		now := c.opts.Now()
 		if e, ok := c.byScope.Get(scope); ok && e.gen == gen {
 			if cr := e.creds.Load(); cr.Expires.Sub(now) >= c.opts.MinRemaining {
-				c.byKey.Add(*k, e)
+				c.byKey.Add(k, e)
 				return e, nil
 			}
 		}
@@ -188,7 +188,7 @@ func (c *Cache) miss(ctx context.Context, k *Key, p *policyinput.Principal) (Cre
 		e.lastUsed.Store(now.UnixNano())
 		if c.gen.Load() == gen { // not purged meanwhile: the policy it was compiled from is current
 			c.byScope.Add(scope, e)
-			c.byKey.Add(*k, e)
+			c.byKey.Add(k, e)
 		}
 		return e, nil
 	})

@@ -54,14 +54,14 @@ func newClock() *clock               { return &clock{t: time.Date(2026, 12, 2, 4
 func tok(b byte) (k Key)             { k.Token[0] = b; return k }
 func read(bucket string) Need        { return Need{Action: "s3:GetObject", Access: "read", Bucket: bucket} }
 func write(bucket string) Need       { return Need{Action: "s3:PutObject", Access: "write", Bucket: bucket} }
-func keyWith(b byte, ns ...Need) *Key {
+func keyWith(b byte, ns ...Need) Key {
 	k := tok(b)
 	for _, n := range ns {
 		if !k.Add(n) {
 			panic("too many needs")
 		}
 	}
-	return &k
+	return k
 }
 
 func newTestCache(t *testing.T, opts CacheOptions) (*Cache, *countingMinter, *clock) {
@@ -297,7 +297,7 @@ func TestCacheHitAllocatesNothing(t *testing.T) {
 		kk.Token[0] = 1
 		kk.Add(read("lake"))
 		kk.Add(write("lake"))
-		if _, err := c.Get(ctx, &kk, alice); err != nil {
+		if _, err := c.Get(ctx, kk, alice); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/countersign/countersign/session"
 )
 
 // Credential sources accepted in CredentialsConfig.Source.
@@ -74,6 +76,15 @@ type CredentialsConfig struct {
 	RoleSessionName string        `yaml:"role_session_name"`
 	Duration        time.Duration `yaml:"duration"`
 
+	// PerPrincipal (Source "assume-role" only) assumes the role once per
+	// (principal, scope) with a session policy compiled from the OPA
+	// policy, and signs each principal's requests with its own session
+	// (docs/design.md, "Per-principal sessions"). Duration is then each
+	// session's; RoleSessionName is not used (sessions are named after
+	// their principal). NewCredentials returns the base credentials, used
+	// for STS; NewSessionMinter the minter.
+	PerPrincipal bool `yaml:"per_principal"`
+
 	// Region for the default chain and STS (Source "default" or
 	// "assume-role"); empty means the region from the AWS environment.
 	Region string `yaml:"region"`
@@ -127,6 +138,11 @@ func NewCredentials(ctx context.Context, cfg CredentialsConfig) (aws.Credentials
 		if awsCfg.Credentials == nil {
 			return nil, errors.New(`credentials: the AWS default chain found no base credentials for AssumeRole (credentials.source is "assume-role")`)
 		}
+		if cfg.PerPrincipal {
+			// The role is assumed per principal (NewSessionMinter): these
+			// base credentials only call STS.
+			return ensureCache(awsCfg.Credentials, cacheOptions), nil
+		}
 		sessionName := cfg.RoleSessionName
 		if sessionName == "" {
 			sessionName = DefaultRoleSessionName
@@ -150,6 +166,32 @@ func NewCredentials(ctx context.Context, cfg CredentialsConfig) (aws.Credentials
 	}
 	// validate rejected every other source.
 	return nil, fmt.Errorf("credentials.source %q is not supported", cfg.Source)
+}
+
+// NewSessionMinter is the STS minter of credentials.per_principal: AssumeRole
+// of credentials.role_arn with the AWS default chain's credentials, as for
+// NewCredentials. cfg must have per_principal set.
+func NewSessionMinter(ctx context.Context, cfg CredentialsConfig) (*session.STS, error) {
+	if !cfg.PerPrincipal || cfg.Source != SourceAssumeRole {
+		return nil, errors.New(`credentials: per-principal sessions need credentials.source "assume-role" and credentials.per_principal`)
+	}
+	if err := cfg.validate(SourceAssumeRole); err != nil {
+		return nil, err
+	}
+	awsCfg, err := loadDefaultConfig(ctx, cfg.Region, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = credentialsExpiryWindow })
+	if err != nil {
+		return nil, err
+	}
+	if awsCfg.Region == "" {
+		return nil, errors.New(`credentials.region is required when credentials.source is "assume-role" and the AWS environment names no region (AWS_REGION or profile)`)
+	}
+	m, err := session.NewSTS(session.STSOptions{
+		Client: sts.NewFromConfig(awsCfg), RoleARN: cfg.RoleARN, ExternalID: cfg.ExternalID, Duration: cfg.Duration,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	return m, nil
 }
 
 func loadDefaultConfig(ctx context.Context, region string, cacheOptions func(*aws.CredentialsCacheOptions)) (aws.Config, error) {
@@ -195,6 +237,7 @@ func (cfg *CredentialsConfig) validate(source string) error {
 		{"credentials.external_id", cfg.ExternalID != ""},
 		{"credentials.role_session_name", cfg.RoleSessionName != ""},
 		{"credentials.duration", cfg.Duration != 0},
+		{"credentials.per_principal", cfg.PerPrincipal},
 	}
 	region := key{"credentials.region", cfg.Region != ""}
 	onlyFor := func(keys []key, forSource string) error {
@@ -244,6 +287,9 @@ func (cfg *CredentialsConfig) validate(source string) error {
 		a, err := arn.Parse(cfg.RoleARN)
 		if err != nil || a.Service != "iam" || !strings.HasPrefix(a.Resource, "role/") {
 			return fmt.Errorf("credentials.role_arn %q is not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)", cfg.RoleARN)
+		}
+		if cfg.PerPrincipal && cfg.RoleSessionName != "" {
+			return errors.New("credentials.role_session_name is not used with credentials.per_principal (each session is named after its principal); remove it")
 		}
 		if cfg.RoleSessionName != "" && !validSTSString(cfg.RoleSessionName, 2, 64, false) {
 			return fmt.Errorf("credentials.role_session_name %q must be 2 to 64 characters from [A-Za-z0-9+=,.@_-]", cfg.RoleSessionName)
@@ -314,6 +360,9 @@ func (cfg CredentialsConfig) String() string {
 		field("duration", cfg.Duration.String())
 	}
 	field("region", cfg.Region)
+	if cfg.PerPrincipal {
+		field("per_principal", "true")
+	}
 	b.WriteByte('}')
 	return b.String()
 }
@@ -341,5 +390,8 @@ func (cfg CredentialsConfig) LogValue() slog.Value {
 		attrs = append(attrs, slog.Duration("duration", cfg.Duration))
 	}
 	add("region", cfg.Region)
+	if cfg.PerPrincipal {
+		attrs = append(attrs, slog.Bool("per_principal", true))
+	}
 	return slog.GroupValue(attrs...)
 }

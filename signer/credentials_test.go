@@ -189,6 +189,9 @@ func TestNewCredentialsErrors(t *testing.T) {
 		{CredentialsConfig{Source: "assume-role", Region: "us-east-1", RoleARN: "arn:aws:iam::1:role/x", Duration: time.Minute}, "credentials.duration"},
 		{CredentialsConfig{Source: "assume-role", Region: "us-east-1", RoleARN: "arn:aws:iam::1:role/x", Duration: 13 * time.Hour}, "credentials.duration"},
 		{CredentialsConfig{Source: "assume-role", RoleARN: "arn:aws:iam::1:role/x"}, "credentials.region"},
+		{CredentialsConfig{Source: "default", PerPrincipal: true}, "credentials.per_principal"},
+		{CredentialsConfig{Source: "static", AccessKeyID: testAKID, SecretAccessKey: testSecret, PerPrincipal: true}, "credentials.per_principal"},
+		{CredentialsConfig{Source: "assume-role", Region: "us-east-1", RoleARN: "arn:aws:iam::1:role/x", PerPrincipal: true, RoleSessionName: "countersign"}, "credentials.role_session_name"},
 	}
 	for _, tc := range cases {
 		p, err := NewCredentials(context.Background(), tc.cfg)
@@ -272,5 +275,29 @@ func TestAssumeRoleHonoursTheCallersDeadline(t *testing.T) {
 	}
 	if !errors.Is(err, ErrCredentials) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want ErrCredentials cut by the deadline", err)
+	}
+}
+
+func TestNewSessionMinter(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", testAKID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", testSecret)
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	cfg := CredentialsConfig{Source: "assume-role", Region: "us-east-1", RoleARN: "arn:aws:iam::1:role/x", PerPrincipal: true, Duration: 30 * time.Minute}
+	if _, err := NewSessionMinter(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The base credentials, not an AssumeRole provider: per principal, the
+	// role is assumed by the minter.
+	p, err := NewCredentials(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := p.Retrieve(context.Background()); err != nil || c.AccessKeyID != testAKID {
+		t.Fatalf("base credentials %v %v", c.AccessKeyID, err)
+	}
+	cfg.PerPrincipal = false
+	if _, err := NewSessionMinter(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "per_principal") {
+		t.Fatalf("without per_principal: %v", err)
 	}
 }

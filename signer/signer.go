@@ -140,6 +140,10 @@ type Options struct {
 	// MaxClockSkew bounds how far a client-supplied x-amz-date may be from
 	// Now. Zero or negative means DefaultMaxClockSkew.
 	MaxClockSkew time.Duration
+	// Sessions, when set, signs every request with the caller's
+	// per-principal session (credentials.per_principal; sessions.go)
+	// instead of the provider given to New.
+	Sessions Sessions
 }
 
 // Signer signs S3 requests with SigV4. It is safe for concurrent use.
@@ -149,6 +153,8 @@ type Signer struct {
 	now     func() time.Time
 	maxSkew time.Duration
 	pool    sync.Pool // *state
+	// sessions: per-principal session credentials (nil: sign with creds)
+	sessions Sessions
 
 	// onCanonical, when set (tests only), receives every canonical request.
 	onCanonical func(canonical string)
@@ -171,6 +177,8 @@ type Signed struct {
 	SignedHeaders          []string // lower-case, sorted
 	SignatureSHA256        string   // hex SHA-256 of the hex signature
 	CanonicalRequestSHA256 string   // hex SHA-256 of the canonical request
+	// The per-principal session signed with ("" without Options.Sessions).
+	SourceIdentity, SessionName string
 }
 
 // New returns a Signer that signs with the credentials from creds (use
@@ -180,9 +188,10 @@ func New(creds aws.CredentialsProvider, opts Options) *Signer {
 		panic("signer.New: nil credentials provider")
 	}
 	s := &Signer{
-		creds:   creds,
-		now:     opts.Now,
-		maxSkew: opts.MaxClockSkew,
+		creds:    creds,
+		now:      opts.Now,
+		maxSkew:  opts.MaxClockSkew,
+		sessions: opts.Sessions,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -216,6 +225,13 @@ func (s *Signer) release(st *state) {
 // is returned. Errors wrap ErrBadRequest (the request cannot be signed as
 // described), ErrCredentials (no usable credentials), or are internal.
 func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
+	return s.SignFor(ctx, r, Caller{})
+}
+
+// SignFor is Sign for caller c: with Options.Sessions it signs with c's
+// per-principal session (and fails with ErrCredentials without a caller);
+// otherwise c is not used.
+func (s *Signer) SignFor(ctx context.Context, r *s3req.Request, c Caller) (*Signed, error) {
 	if err := validateRequest(r); err != nil {
 		return nil, err
 	}
@@ -313,7 +329,7 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 		signTime, _ = parseAmzDate(clientDate)
 	}
 
-	creds, err := s.creds.Retrieve(ctx)
+	creds, sess, err := s.credentials(ctx, r, &c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCredentials, err)
 	}
@@ -324,7 +340,11 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 		return nil, fmt.Errorf("%w: credentials for access key %s expired at %s", ErrCredentials, creds.AccessKeyID, creds.Expires.UTC().Format(time.RFC3339))
 	}
 
-	return s.sign(r, st, creds, host, contentLength, signTime, clientDate)
+	signed, err := s.sign(r, st, creds, host, contentLength, signTime, clientDate)
+	if err == nil {
+		signed.SourceIdentity, signed.SessionName = sess.sourceIdentity, sess.sessionName
+	}
+	return signed, err
 }
 
 // sign computes the signature and assembles Signed.

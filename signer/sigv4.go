@@ -283,23 +283,32 @@ type derivedKey struct {
 	key                               [sha256.Size]byte
 }
 
-// keyCache keeps the most recently derived key; a miss costs four HMACs
-// (a few µs), so alternating regions is still cheap.
+// keyCache keeps recently derived keys, one per slot chosen by the access
+// key id: one credential (or, with per-principal sessions, several sessions
+// in turn) hits without deriving again; a miss costs four HMACs (a few µs),
+// so alternating regions is still cheap.
 type keyCache struct {
-	last atomic.Pointer[derivedKey]
+	slots [keySlots]atomic.Pointer[derivedKey]
 }
 
+const keySlots = 64
+
 func (c *keyCache) get(accessKeyID, secret, date, region string) *[sha256.Size]byte {
-	if k := c.last.Load(); k != nil && k.accessKeyID == accessKeyID && k.secret == secret && k.date == date && k.region == region {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(accessKeyID); i++ {
+		h = (h ^ uint32(accessKeyID[i])) * 16777619
+	}
+	slot := &c.slots[h%keySlots]
+	if k := slot.Load(); k != nil && k.accessKeyID == accessKeyID && k.secret == secret && k.date == date && k.region == region {
 		return &k.key
 	}
 	k := &derivedKey{accessKeyID: accessKeyID, secret: secret, date: date, region: region}
-	h := keyStep([]byte("AWS4"+secret), date)
-	h = keyStep(h, region)
-	h = keyStep(h, service)
-	h = keyStep(h, "aws4_request")
-	copy(k.key[:], h)
-	c.last.Store(k)
+	hk := keyStep([]byte("AWS4"+secret), date)
+	hk = keyStep(hk, region)
+	hk = keyStep(hk, service)
+	hk = keyStep(hk, "aws4_request")
+	copy(k.key[:], hk)
+	slot.Store(k)
 	return &k.key
 }
 

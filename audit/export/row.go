@@ -74,6 +74,8 @@ type Row struct {
 	SigningPayload                *string  `parquet:"signing_payload,optional,dict"`
 	SigningCanonicalRequestSHA256 *string  `parquet:"signing_canonical_request_sha256,optional"`
 	SigningSignatureSHA256        *string  `parquet:"signing_signature_sha256,optional"`
+	SigningSourceIdentity         *string  `parquet:"signing_source_identity,optional,dict"`
+	SigningSessionName            *string  `parquet:"signing_session_name,optional,dict"`
 
 	MintActions         []string `parquet:"mint_actions,optional,list"`
 	MintDurationSeconds *int64   `parquet:"mint_duration_s,optional"`
@@ -147,6 +149,12 @@ func NewRow(r *audit.Record, line []byte) Row {
 		row.SigningPayload = ptr(s.Payload)
 		row.SigningCanonicalRequestSHA256 = ptr(s.CanonicalRequestSHA256)
 		row.SigningSignatureSHA256 = ptr(s.SignatureSHA256)
+		if s.SourceIdentity != "" {
+			row.SigningSourceIdentity = ptr(s.SourceIdentity)
+		}
+		if s.SessionName != "" {
+			row.SigningSessionName = ptr(s.SessionName)
+		}
 	}
 	if m := r.Mint; m != nil {
 		row.MintActions = nonNil(m.Actions)
@@ -221,6 +229,8 @@ func (row *Row) Record() *audit.Record {
 			Payload:                val(row.SigningPayload),
 			CanonicalRequestSHA256: val(row.SigningCanonicalRequestSHA256),
 			SignatureSHA256:        val(row.SigningSignatureSHA256),
+			SourceIdentity:         val(row.SigningSourceIdentity),
+			SessionName:            val(row.SigningSessionName),
 		}
 	}
 	if row.MintDurationSeconds != nil {

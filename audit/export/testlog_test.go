@@ -131,6 +131,8 @@ func testRecord(i int) *audit.Record {
 		r.Principal.Groups = []string{}
 		r.Table.Namespace = []string{}
 		r.Signing.SignedHeaders = []string{}
+		// signed with a per-principal session
+		r.Signing.AccessKeyID, r.Signing.SourceIdentity, r.Signing.SessionName = "ASIASESSION", "alice=20smith", "alice=20smith"
 	case 5: // an empty list prefix is not an absent one
 		p := ""
 		r.Operation, r.Action, r.Access, r.Key, r.Prefix, r.Role = "ListObjectsV2", "s3:ListBucket", "list", "", &p, audit.RoleBucket

@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/server"
+	"github.com/countersign/countersign/session"
 	"github.com/countersign/countersign/signer"
 )
 
@@ -107,9 +108,15 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 	}
 	lifecycle(audit.EventConfig, map[string]string{"version": version, "config_sha256": cfg.digest(), "dev": fmt.Sprint(dev)})
 
+	// Per-principal sessions were compiled from the policy: a reload drops
+	// them (the cache is made below, once the manager exists).
+	var sessions atomic.Pointer[session.Cache]
 	mo := policy.ManagerOptions{
 		Logger: log,
 		OnReload: func(rev string) {
+			if c := sessions.Load(); c != nil {
+				c.Purge()
+			}
 			m.PolicyReloaded(nil)
 			m.SetPolicyRevision(rev)
 			lifecycle(audit.EventPolicyRevision, map[string]string{"revision": rev})
@@ -136,7 +143,16 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("config credentials: %w", err)
 	}
-	sign := signer.New(creds, signer.Options{})
+	sc, err := newSessionCache(ctx, cfg.Credentials, m, log, &sessions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %w", err)
+	}
+	var signOpts signer.Options
+	if sc != nil {
+		opened.add(func() error { sc.Close(); return nil })
+		signOpts.Sessions = sc
+	}
+	sign := signer.New(creds, signOpts)
 	m.WatchCredentialExpiry(func() (time.Time, bool, error) {
 		c, err := creds.Retrieve(context.Background()) // cached
 		return c.Expires, c.CanExpire, err
