@@ -1,6 +1,9 @@
 package auth
 
-import "bytes"
+import (
+	"bytes"
+	"crypto/sha256"
+)
 
 // MaxTokenBytes bounds a bearer token before anything parses it. Real
 // access tokens are 1-2 KiB; the bound keeps hashing, base64 and JSON work
@@ -29,4 +32,18 @@ func bearerToken(h []byte) ([]byte, *Error) {
 		return nil, malformed("larger than 8 KiB")
 	}
 	return tok, nil
+}
+
+// TokenHash is the SHA-256 of the bearer token in an Authorization header
+// value, found as Authenticate finds it: the Identity.TokenHash of the
+// caller once authenticated. ok is false when the header carries no bearer
+// token. It verifies nothing; it lets a component that sees the header
+// (the catalog front) key what it learns by the same caller the sign
+// handler authenticates.
+func TokenHash(authorization []byte) (sum [32]byte, ok bool) {
+	tok, err := bearerToken(authorization)
+	if err != nil {
+		return sum, false
+	}
+	return sha256.Sum256(tok), true
 }

@@ -71,6 +71,12 @@ type Options struct {
 	// RefusalLimit bounds recorded refusals per source before
 	// authentication (429 with Retry-After, counted in a summary).
 	RefusalLimit RefusalLimit
+	// Catalog, when set, serves every route countersign does not own by
+	// forwarding it to the Iceberg REST catalog countersign fronts;
+	// Tables then gives the per-table route the catalog's table
+	// location (table.location in the policy input).
+	Catalog CatalogFront
+	Tables  TableLocator
 	// RequestTimeout bounds the stages of one sign request (default
 	// DefaultRequestTimeout): a key fetch, policy evaluation or credential
 	// fetch still running then is abandoned and the request answered 503
@@ -282,6 +288,12 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	c.req = req
+
+	h.locateTable(stageCtx, c, ctx.Request.Header.Peek("Authorization"))
+	if c.status != 0 {
+		h.cutByDeadline(stageCtx, c, "asking the catalog for the table's location")
+		return
+	}
 
 	h.authorize(stageCtx, c)
 	start = h.observe(stageAuthorize, start)

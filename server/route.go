@@ -12,9 +12,16 @@ import (
 type route struct {
 	name  string             // metric/log label: "legacy" or "table"
 	table *policyinput.Table // nil on the legacy route
+	// tablePath is the table's raw path after the base path,
+	// "/v1/{prefix}/namespaces/{namespace}/tables/{table}" (no
+	// allocation: a slice of the request path), "" on the legacy route.
+	tablePath string
 }
 
-const namespaceSeparator = "\x1f" // Iceberg joins multi-level namespaces with %1F
+// defaultNamespaceSeparator joins the levels of a multi-level namespace
+// in Iceberg's paths (%1F) unless the catalog front learned another from
+// the catalog's /v1/config (Options.NamespaceSeparator).
+const defaultNamespaceSeparator = "\x1f"
 
 // matchSignRoute recognizes, under any of the configured base paths:
 //
@@ -24,28 +31,31 @@ const namespaceSeparator = "\x1f" // Iceberg joins multi-level namespaces with %
 //
 // rawPath is the path as received, still percent-encoded, so that an
 // encoded '/' inside a segment cannot shift the segments.
-func matchSignRoute(rawPath string, basePaths []string) (route, bool) {
+//
+// sep is the decoded namespace separator.
+func matchSignRoute(rawPath string, basePaths []string, sep string) (route, bool) {
 	for _, base := range basePaths {
 		rest, ok := strings.CutPrefix(rawPath, base)
 		if !ok {
 			continue
 		}
-		if r, ok := matchV1(rest); ok {
+		if r, ok := matchV1(rest, sep); ok {
 			return r, true
 		}
 	}
 	return route{}, false
 }
 
-func matchV1(p string) (route, bool) {
+func matchV1(p, sep string) (route, bool) {
 	if p == "/v1/aws/s3/sign" {
 		return route{name: "legacy"}, true
 	}
-	return matchTablePath(p, "sign", "table")
+	return matchTablePath(p, "sign", "table", sep)
 }
 
-// matchTablePath recognizes /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/{verb}.
-func matchTablePath(p, verb, name string) (route, bool) {
+// matchTablePath recognizes /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/{verb};
+// sep is the decoded namespace separator.
+func matchTablePath(p, verb, name, sep string) (route, bool) {
 	rest, ok := strings.CutPrefix(p, "/v1/")
 	if !ok {
 		return route{}, false
@@ -74,13 +84,13 @@ func matchTablePath(p, verb, name string) (route, bool) {
 	if !ok1 || !ok2 || !ok3 || ns == "" || t.Name == "" {
 		return route{}, false
 	}
-	t.Namespace = strings.Split(ns, namespaceSeparator)
+	t.Namespace = strings.Split(ns, sep)
 	for _, level := range t.Namespace {
 		if level == "" {
 			return route{}, false
 		}
 	}
-	return route{name: name, table: t}, true
+	return route{name: name, table: t, tablePath: p[:len(p)-len(verb)-1]}, true
 }
 
 // unescapeSegment percent-decodes one path segment. Invalid escapes, invalid

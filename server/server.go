@@ -44,6 +44,11 @@ type Config struct {
 	// TLS, when set, serves HTTPS. The server wraps the listener itself so
 	// that its connection handling sits beneath TLS, on the socket.
 	TLS *tls.Config
+	// MaxCatalogBodyBytes is the catalog front's request body limit
+	// (catalog.max_request_bytes), when it is larger than MaxBodyBytes:
+	// the listener reads bodies up to it, and sign requests stay bounded
+	// by MaxBodyBytes.
+	MaxCatalogBodyBytes int
 	// LingerTimeout and LingerBytes bound the lingering close after an
 	// answer given before the whole request was read (413, 431): how long,
 	// and how many bytes, the rest of the request is read and discarded so
@@ -123,7 +128,7 @@ func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 		Name:               "countersign",
 		Handler:            s.serve,
 		ErrorHandler:       s.serveTransportError,
-		MaxRequestBodySize: cfg.MaxBodyBytes,
+		MaxRequestBodySize: max(cfg.MaxBodyBytes, cfg.MaxCatalogBodyBytes),
 		ReadTimeout:        cfg.ReadTimeout,
 		WriteTimeout:       cfg.WriteTimeout,
 		IdleTimeout:        cfg.IdleTimeout,
@@ -224,12 +229,15 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if s.handler.stages.Vendor != nil {
-		if vr, ok := matchVendRoute(path, s.handler.opts.BasePaths); ok {
+		if vr, ok := matchVendRoute(path, s.handler.opts.BasePaths, s.handler.namespaceSeparator()); ok {
 			s.serveVend(ctx, vr)
 			return
 		}
 	}
-	rt, ok := matchSignRoute(path, s.handler.opts.BasePaths)
+	rt, ok := matchSignRoute(path, s.handler.opts.BasePaths, s.handler.namespaceSeparator())
+	if !ok && s.serveCatalog(ctx, path) {
+		return
+	}
 	if !ok {
 		writeError(ctx, http.StatusNotFound, "no route for "+truncate(path)+"; sign routes are POST /v1/aws/s3/sign and POST /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/sign", 0)
 		return
@@ -237,6 +245,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
 		s.handler.serveRefused(ctx, rt, http.StatusMethodNotAllowed, "sign routes accept POST only", 0)
 		ctx.Response.Header.Set("Allow", "POST")
+		return
+	}
+	if len(ctx.PostBody()) > s.cfg.MaxBodyBytes { // possible only with a catalog front's larger limit
+		s.handler.serveRefused(ctx, rt, http.StatusRequestEntityTooLarge, "sign request body is larger than the configured limit of "+strconv.Itoa(s.cfg.MaxBodyBytes)+" bytes", 0)
 		return
 	}
 	select {
@@ -309,7 +321,7 @@ func (s *Server) serveTransportError(ctx *fasthttp.RequestCtx, err error) {
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		// The headers were read: the route is known.
 		path := string(ctx.URI().PathOriginal())
-		if rt, ok := matchSignRoute(path, s.handler.opts.BasePaths); ok {
+		if rt, ok := matchSignRoute(path, s.handler.opts.BasePaths, s.handler.namespaceSeparator()); ok {
 			s.handler.serveRefused(ctx, rt, status, msg, 0)
 			return
 		}

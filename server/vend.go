@@ -43,7 +43,7 @@ const unityPathCredentials = "/api/2.1/unity-catalog/temporary-path-credentials"
 //
 //	GET  /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/credentials   (Iceberg REST)
 //	POST /api/2.1/unity-catalog/temporary-path-credentials                (Unity Catalog)
-func matchVendRoute(rawPath string, basePaths []string) (vendRoute, bool) {
+func matchVendRoute(rawPath string, basePaths []string, sep string) (vendRoute, bool) {
 	for _, base := range basePaths {
 		rest, ok := strings.CutPrefix(rawPath, base)
 		if !ok {
@@ -52,7 +52,7 @@ func matchVendRoute(rawPath string, basePaths []string) (vendRoute, bool) {
 		if rest == unityPathCredentials {
 			return vendRoute{api: apiUnity}, true
 		}
-		if r, ok := matchTablePath(rest, "credentials", apiIceberg); ok {
+		if r, ok := matchTablePath(rest, "credentials", apiIceberg, sep); ok {
 			return vendRoute{api: apiIceberg, table: r.table}, true
 		}
 	}

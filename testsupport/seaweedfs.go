@@ -2,15 +2,24 @@ package testsupport
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -59,6 +68,12 @@ type SeaweedFSOptions struct {
 	// may do is then exactly its inline session policy, which SeaweedFS
 	// enforces (it ignores SourceIdentity and session tags).
 	STS bool
+	// Iceberg serves SeaweedFS's Iceberg REST catalog on a free loopback
+	// port (its -s3.port.iceberg), at S3Server.IcebergURL. Its callers
+	// authenticate with the identity's keys: OAuth2 client credentials at
+	// /v1/oauth/tokens give an HS256 token (see SeaweedIcebergSigningKey),
+	// or SigV4. Its warehouses are table buckets (CreateTableBucket).
+	Iceberg bool
 }
 
 // SeaweedFSRoleARN is the role StartSeaweedFSWith's STS lets the root
@@ -122,13 +137,19 @@ func (s *Servers) StartSeaweedFSWith(t testing.TB, o SeaweedFSOptions) *S3Server
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		args := []string{"mini", "-dir", data, "-ip", "127.0.0.1", "-ip.bind", "127.0.0.1",
-			"-master.telemetry=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+			"-master.telemetry=false", "-webdav=false", "-s3.port.lance=0",
 			"-admin.port.legacy=0", "-s3.config", cfgPath, "-s3.domainName", "localhost"}
 		if o.STS {
 			args = append(args, "-s3.iam.config", cfgPath)
 		}
 		ports := map[string]int{}
-		for _, name := range miniPorts {
+		names := miniPorts
+		if o.Iceberg {
+			names = append(slices.Clip(names), "s3.port.iceberg")
+		} else {
+			args = append(args, "-s3.port.iceberg=0")
+		}
+		for _, name := range names {
 			ports[name] = FreePort(t)
 			args = append(args, "-"+name+"="+strconv.Itoa(ports[name]))
 		}
@@ -140,7 +161,12 @@ func (s *Servers) StartSeaweedFSWith(t testing.TB, o SeaweedFSOptions) *S3Server
 			t.Fatal(err)
 		}
 		srv := &S3Server{Port: ports["s3.port"], Dir: dir, Backend: SeaweedFS, servers: s}
-		if err := waitS3(srv, 60*time.Second); err != nil {
+		err := waitS3(srv, 60*time.Second)
+		if err == nil && o.Iceberg {
+			srv.IcebergURL = "http://127.0.0.1:" + strconv.Itoa(ports["s3.port.iceberg"])
+			err = waitIceberg(srv.IcebergURL, 60*time.Second)
+		}
+		if err != nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 			lastErr = fmt.Errorf("weed mini did not start: %v\n%s", err, logBuf.String())
@@ -168,5 +194,67 @@ func waitS3(srv *S3Server, timeout time.Duration) error {
 			return err
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitIceberg waits until the Iceberg catalog answers GET /v1/config.
+func waitIceberg(base string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	cl := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := cl.Get(base + "/v1/config")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET /v1/config: %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// SeaweedIcebergSigningKey is the HS256 key SeaweedFS's Iceberg catalog
+// verifies the bearer tokens of an access key with (its
+// weed/s3api/iceberg deriveSigningKey: HMAC-SHA256 keyed with
+// "seaweedfs-iceberg-oauth" over access key, NUL, secret key). A token
+// signed with it whose claims name the access key ("access_key") is
+// accepted by the catalog, whoever minted it.
+func SeaweedIcebergSigningKey(accessKey, secretKey string) []byte {
+	h := hmac.New(sha256.New, []byte("seaweedfs-iceberg-oauth"))
+	h.Write([]byte(accessKey))
+	h.Write([]byte{0})
+	h.Write([]byte(secretKey))
+	return h.Sum(nil)
+}
+
+// CreateTableBucket creates an S3 Tables table bucket (SeaweedFS's
+// CreateTableBucket: PUT /buckets on the S3 port, SigV4 for service
+// "s3tables" with the identity's keys), which the Iceberg catalog serves
+// as the warehouse (prefix) of the same name. An existing bucket is fine.
+func (w *S3Server) CreateTableBucket(t testing.TB, name string) {
+	t.Helper()
+	body := `{"name":` + strconv.Quote(name) + `}`
+	req, err := http.NewRequest(http.MethodPut, "http://127.0.0.1:"+strconv.Itoa(w.Port)+"/buckets", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	sum := sha256.Sum256([]byte(body))
+	creds := aws.Credentials{AccessKeyID: w.servers.AccessKey, SecretAccessKey: w.servers.SecretKey}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), "s3tables", w.servers.Region, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
+		t.Fatalf("CreateTableBucket %s: %s %s", name, resp.Status, b)
 	}
 }

@@ -34,7 +34,10 @@ type S3Server struct {
 	Port    int
 	Dir     string // its temporary directory; objects are under Dir/data
 	Backend Backend
-	servers *Servers
+	// IcebergURL is SeaweedFS's Iceberg REST catalog's base URI
+	// (http://127.0.0.1:PORT) when SeaweedFSOptions.Iceberg started it.
+	IcebergURL string
+	servers    *Servers
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.

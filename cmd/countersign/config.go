@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/audit/upload"
 	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/catalog"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/server"
@@ -46,6 +47,9 @@ type Config struct {
 	Keys        KeysConfig               `yaml:"keys"`
 	Limits      LimitsConfig             `yaml:"limits"`
 	Runtime     RuntimeConfig            `yaml:"runtime"`
+	// Catalog fronts an Iceberg REST catalog (catalog.upstream): see
+	// README, "Catalog front".
+	Catalog catalog.Config `yaml:"catalog"`
 }
 
 // AuditConfig is the audit log (audit.Config, inline) plus the upload of
@@ -209,6 +213,9 @@ func (c *Config) validate(dev bool) error {
 	}
 	if len(c.Endpoints) == 0 {
 		return fmt.Errorf("config: endpoints must list at least one S3 endpoint")
+	}
+	if err := c.Catalog.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	// There is no anonymous mode: an empty auth section is an error that
 	// names what to set.

@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/audit/upload"
 	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/catalog"
 	"github.com/countersign/countersign/deploy/policies"
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/policy"
@@ -161,13 +162,7 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 		m.SetBuildInfo(version, bi.GoVersion)
 	}
 
-	h, err := server.NewHandler(server.Stages{
-		Authenticator: authn,
-		Classifier:    classifier,
-		Authorizer:    pm,
-		Signer:        sign,
-		Audit:         auditLog,
-	}, server.Options{
+	opts := server.Options{
 		BasePaths:      cfg.BasePaths,
 		CacheableReads: cfg.CacheableReads,
 		Metrics:        m,
@@ -175,7 +170,33 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 		RefusalLimit:   cfg.Limits.RefusalLimit,
 		RequestTimeout: cfg.Limits.RequestTimeout,
 		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
-	}, log)
+	}
+	srvCfg := cfg.Limits.serverConfig(tlsConfig)
+	if cfg.Catalog.Enabled() {
+		front, err := catalog.New(catalog.Options{Config: cfg.Catalog, Log: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("config catalog: %w", err)
+		}
+		opened.add(func() error { front.Close(); return nil })
+		if err := front.Refresh(ctx); err != nil {
+			// Not fatal: catalogs that require a token for /v1/config are
+			// read from the clients' own /v1/config through the front.
+			log.Warn("catalog front: could not read the namespace separator at start; using %1F until a client's /v1/config names one", "err", err)
+		}
+		log.Info("catalog front", "upstream", front.Upstream(), "namespace_separator", front.NamespaceSeparator())
+		opts.Catalog, opts.Tables = front, front
+		srvCfg.MaxCatalogBodyBytes = cfg.Catalog.MaxRequestBytes
+		if srvCfg.MaxCatalogBodyBytes <= 0 {
+			srvCfg.MaxCatalogBodyBytes = catalog.DefaultMaxRequestBytes
+		}
+	}
+	h, err := server.NewHandler(server.Stages{
+		Authenticator: authn,
+		Classifier:    classifier,
+		Authorizer:    pm,
+		Signer:        sign,
+		Audit:         auditLog,
+	}, opts, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -187,7 +208,7 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 		}
 		return nil
 	}
-	return server.New(h, cfg.Limits.serverConfig(tlsConfig), credentialsReady, auditReady(auditLog)), opened.close, nil
+	return server.New(h, srvCfg, credentialsReady, auditReady(auditLog)), opened.close, nil
 }
 
 // auditReady makes /readyz fail while the audit log cannot record: such a

@@ -76,6 +76,11 @@ type Table struct {
 	Prefix    string   `json:"prefix"`
 	Namespace []string `json:"namespace"`
 	Name      string   `json:"name"`
+	// Location is the table's location as its catalog gave it to this
+	// caller (metadata.location, e.g. "s3://lake/wh/db/t"), when
+	// countersign fronts the catalog (catalog.upstream); "" otherwise.
+	// Added in version 1.
+	Location string `json:"location"`
 }
 
 // Request describes the S3 request being signed.

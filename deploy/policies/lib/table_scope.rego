@@ -8,6 +8,12 @@
 # "delete_version" (removing an object version for good): a table whose
 # groups may do that lists it.
 #
+# The table's location is the catalog's own when countersign fronts the
+# catalog (input.table.location, from the catalog's answer to this
+# caller: catalog.upstream), and otherwise the entry's "location". With
+# the catalog's location a table needs no entry here to be confined to
+# it; its grants still come from its entry (or from another library).
+#
 # On the per-table sign route (input.table set) every object, list prefix
 # and copy source must lie under the table's location: a key in a sibling
 # table, or outside any table, is denied (`deny`) even if another rule of
@@ -32,16 +38,27 @@ id := concat("/", [input.table.prefix, concat(".", input.table.namespace), input
 
 table := tables[id]
 
-loc := location.parse(table.location)
+# catalog_location is the location the catalog gave this caller.
+catalog_location := input.table.location if {
+	is_string(input.table.location)
+	input.table.location != ""
+}
+
+table_location := catalog_location
+
+table_location := table.location if not catalog_location
+
+loc := location.parse(table_location)
 
 deny contains msg if {
 	input.table != null
+	not catalog_location
 	not table
 	msg := sprintf("table %v is not in data.countersign.tables", [object.get(input.table, "name", "")])
 }
 
 deny contains msg if {
-	table
+	table_location
 	not loc
 	msg := sprintf("table %v has no valid s3:// location", [id])
 }
@@ -49,14 +66,14 @@ deny contains msg if {
 deny contains msg if {
 	loc
 	not location.covers(loc, input.resource)
-	msg := sprintf("%v is outside table %v (%v)", [describe(input.resource), id, table.location])
+	msg := sprintf("%v is outside table %v (%v)", [describe(input.resource), id, table_location])
 }
 
 deny contains msg if {
 	loc
 	input.copy_source != null
 	not location.covers(loc, input.copy_source)
-	msg := sprintf("copy source %v is outside table %v (%v)", [describe(input.copy_source), id, table.location])
+	msg := sprintf("copy source %v is outside table %v (%v)", [describe(input.copy_source), id, table_location])
 }
 
 describe(res) := sprintf("%v (prefix %q)", [object.get(res, "arn", "the bucket"), res.prefix]) if is_string(res.prefix)

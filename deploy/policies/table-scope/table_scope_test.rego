@@ -146,3 +146,29 @@ test_table_delete_grant_does_not_remove_versions if {
 	t := object.union(data.countersign.tables["prod/db/t"], {"grants": {"etl": ["delete_version"]}})
 	authz.allow with input as req(eve, table_t, "DeleteObject", "delete_version", vobj("wh/db/t/data/old.parquet", "v1")) with data.countersign.tables["prod/db/t"] as t
 }
+
+# With countersign fronting the catalog, the catalog's location for this
+# caller (input.table.location) is the one keys must lie under.
+test_catalog_location_overrides_data if {
+	moved := object.union(table_t, {"location": "s3://lake/wh/moved/t"})
+	authz.allow with input as get(ann, moved, "wh/moved/t/data/00000-0.parquet")
+	r := get(ann, moved, "wh/db/t/data/00000-0.parquet")
+	not authz.allow with input as r
+	contains(authz.reason, "is outside table prod/db/t (s3://lake/wh/moved/t)") with input as r
+}
+
+test_catalog_location_needs_no_table_data if {
+	located := object.union(table_t, {"location": "s3://lake/wh/db/t"})
+	grants := {"prod/db/t": {"grants": {"analysts": ["read"]}}}
+	authz.allow with input as get(ann, located, "wh/db/t/data/f.parquet") with data.countersign.tables as grants
+	r := get(ann, located, "wh/db/other/f.parquet")
+	not authz.allow with input as r with data.countersign.tables as grants
+	contains(authz.reason, "is outside table") with input as r with data.countersign.tables as grants
+	# No entry at all: confined to the location, and nothing granted.
+	not authz.allow with input as get(ann, located, "wh/db/t/data/f.parquet") with data.countersign.tables as {}
+	not contains(authz.reason, "not in data.countersign.tables") with input as get(ann, located, "wh/db/t/data/f.parquet") with data.countersign.tables as {}
+}
+
+test_empty_catalog_location_uses_data if {
+	authz.allow with input as get(ann, object.union(table_t, {"location": ""}), "wh/db/t/data/00000-0.parquet")
+}

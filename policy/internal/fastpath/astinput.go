@@ -125,6 +125,7 @@ func (c *converter) table(t *policyinput.Table) ast.Value {
 		c.kv("prefix", c.str(t.Prefix)),
 		c.kv("namespace", c.strs(t.Namespace)),
 		c.kv("name", c.str(t.Name)),
+		c.kv("location", c.str(t.Location)),
 	)
 }
 

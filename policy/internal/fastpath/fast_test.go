@@ -240,6 +240,10 @@ var tables = []*policyinput.Table{
 	{Prefix: "prod", Namespace: []string{"db"}, Name: "missing"},
 	{Prefix: "", Namespace: []string{"db"}, Name: "t"},
 	{Prefix: "prod", Namespace: nil, Name: "t"},
+	// With the catalog front: the catalog's location for the caller.
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "t", Location: "s3://lake/wh/db/t"},
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "t", Location: "s3://lake/wh/db/t2/"},
+	{Prefix: "prod", Namespace: []string{"db"}, Name: "new", Location: "s3a://lake/wh/db/"},
 }
 
 func (g *inputGen) principal() *policyinput.Principal {

@@ -442,6 +442,7 @@ func appendScopeKey(b []byte, in *policyinput.Input) ([]byte, bool) {
 		b = appendStr(b, t.Prefix)
 		b = appendStrs(b, t.Namespace)
 		b = appendStr(b, t.Name)
+		b = appendStr(b, t.Location)
 	}
 	b = appendStr(b, in.Request.Method)
 	b = appendStr(b, in.Request.Region)

@@ -1,0 +1,360 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/remotesign"
+)
+
+// hopByHop are the connection-level headers a proxy does not forward
+// (RFC 9110 §7.6.1), in canonical form.
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Host": true, "Content-Length": true,
+}
+
+// accessDelegation is the header in which a client names the access
+// mechanisms it supports (the REST spec's X-Iceberg-Access-Delegation).
+const accessDelegation = "X-Iceberg-Access-Delegation"
+
+// Serve forwards one request to the upstream catalog and answers it. path
+// is the raw request path after countersign's base path ("/v1/..."), base
+// that base path ("" for the root).
+func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
+	select {
+	case f.inflight <- struct{}{}:
+		defer func() { <-f.inflight }()
+	default:
+		writeError(ctx, http.StatusServiceUnavailable, "ServiceUnavailableException",
+			"countersign is forwarding its limit of "+strconv.Itoa(cap(f.inflight))+" catalog requests at once (catalog.max_concurrency)", 1)
+		return
+	}
+	method := string(ctx.Method())
+	rt := classify(method, path)
+	if rt.kind == kindCredentials {
+		writeError(ctx, http.StatusNotFound, "NoSuchRouteException",
+			"countersign does not forward the catalog's vended credentials; credential vending is served by countersign itself where configured", 0)
+		return
+	}
+	body := ctx.PostBody()
+	if len(body) > f.cfg.MaxRequestBytes {
+		writeError(ctx, http.StatusRequestEntityTooLarge, "BadRequestException",
+			"catalog request body is larger than the configured limit of "+strconv.Itoa(f.cfg.MaxRequestBytes)+" bytes (catalog.max_request_bytes)", 0)
+		return
+	}
+	reqCtx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
+	req, err := http.NewRequestWithContext(reqCtx, method, f.target(path, ctx.URI().QueryString()), bytes.NewReader(body))
+	if err != nil {
+		cancel()
+		writeError(ctx, http.StatusBadRequest, "BadRequestException", "cannot forward this request: "+err.Error(), 0)
+		return
+	}
+	req.ContentLength = int64(len(body))
+	if len(body) == 0 && !ctx.Request.Header.IsPost() && !ctx.Request.Header.IsPut() {
+		req.Body = http.NoBody
+	}
+	for k, v := range ctx.Request.Header.All() {
+		name := http.CanonicalHeaderKey(string(k))
+		if hopByHop[name] {
+			continue
+		}
+		req.Header.Add(name, string(v))
+	}
+	if rt.kind != kindStream {
+		// The front reads these answers: let the transport negotiate (and
+		// undo) compression instead of the client.
+		req.Header.Del("Accept-Encoding")
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		cancel()
+		f.upstreamFailed(ctx, method, path, err)
+		return
+	}
+	if rt.kind == kindStream || resp.StatusCode < 200 || resp.StatusCode > 299 || resp.StatusCode == http.StatusNoContent {
+		f.stream(ctx, resp, cancel)
+		return
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxResponseBytes+1))
+	if err != nil {
+		f.upstreamFailed(ctx, method, path, err)
+		return
+	}
+	if int64(len(data)) > f.cfg.MaxResponseBytes {
+		writeError(ctx, http.StatusBadGateway, "BadGatewayException", fmt.Sprintf(
+			"the catalog's answer to %s %s is larger than catalog.max_response_bytes (%d); countersign reads table and configuration answers whole to remove credentials",
+			method, truncate(path), f.cfg.MaxResponseBytes), 0)
+		return
+	}
+	out, err := f.answer(ctx, rt, data)
+	if err != nil {
+		f.log.Error("catalog answer refused", "method", method, "path", truncate(path), "err", err)
+		writeError(ctx, http.StatusBadGateway, "BadGatewayException",
+			"countersign cannot read the catalog's answer to "+method+" "+truncate(path)+": "+err.Error(), 0)
+		return
+	}
+	copyHeaders(ctx, resp.Header)
+	ctx.SetStatusCode(resp.StatusCode)
+	ctx.SetBody(out)
+}
+
+// answer applies the route's treatment to a 2xx answer body.
+func (f *Front) answer(ctx *fasthttp.RequestCtx, rt route, data []byte) ([]byte, error) {
+	authz := ctx.Request.Header.Peek("Authorization")
+	token, haveToken := auth.TokenHash(authz)
+	switch rt.kind {
+	case kindConfig:
+		out, doc, _, err := inspect(data)
+		if err != nil {
+			return nil, err
+		}
+		f.learnSeparator(doc)
+		return out, nil
+	case kindTable:
+		table := rt.table
+		if table == "" { // createTable, registerTable: the name is in the body
+			var b struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(ctx.PostBody(), &b) != nil || b.Name == "" {
+				return nil, errors.New("the table request names no table")
+			}
+			table = rt.namespace + "/tables/" + url.PathEscape(b.Name)
+		}
+		s := signing{signerURI: f.signerURI(ctx), endpoint: tableEndpoint(table)}
+		doc, err := decodeObject(data)
+		if err != nil {
+			return nil, err
+		}
+		loc := tableLocation(doc)
+		if f.vendor != nil && wantsVending(ctx.Request.Header.Peek(accessDelegation)) && loc != "" {
+			s.credentials = f.vend(ctx, authz, table, loc)
+		}
+		out, loc, err := rewriteTable(data, s)
+		if err != nil {
+			return nil, err
+		}
+		if haveToken {
+			f.locations.learn(token, table, loc)
+		}
+		return out, nil
+	default:
+		out, doc, _, err := inspect(data)
+		if err != nil {
+			return nil, err
+		}
+		if haveToken && rt.table != "" && string(ctx.Method()) == http.MethodPost {
+			f.locations.learn(token, rt.table, tableLocation(doc)) // a commit's new metadata
+		}
+		return out, nil
+	}
+}
+
+// vend asks the Vendor for credentials; nil (sign instead) on refusal or
+// error.
+func (f *Front) vend(ctx *fasthttp.RequestCtx, authz []byte, table, loc string) []StorageCredential {
+	t, ok := f.parseTable(table)
+	if !ok {
+		return nil
+	}
+	t.Location = loc
+	vctx, cancel := context.WithTimeout(context.Background(), f.cfg.ResponseTimeout)
+	defer cancel()
+	creds, err := f.vendor.VendTable(vctx, VendRequest{Authorization: authz, Table: t, Location: loc})
+	switch {
+	case errors.Is(err, ErrNotVendable):
+		return nil
+	case err != nil:
+		f.log.Error("vending failed; answering with remote signing", "table", truncate(table), "err", err)
+		return nil
+	}
+	if len(creds) == 0 {
+		return nil
+	}
+	return creds
+}
+
+// wantsVending reports whether X-Iceberg-Access-Delegation lists
+// vended-credentials.
+func wantsVending(h []byte) bool {
+	for _, m := range strings.Split(string(h), ",") {
+		if strings.EqualFold(strings.TrimSpace(m), "vended-credentials") {
+			return true
+		}
+	}
+	return false
+}
+
+// stream copies an answer through unchanged, body streamed; cancel ends
+// the upstream exchange once the body is sent (or the client is gone).
+func (f *Front) stream(ctx *fasthttp.RequestCtx, resp *http.Response, cancel context.CancelFunc) {
+	copyHeaders(ctx, resp.Header)
+	ctx.SetStatusCode(resp.StatusCode)
+	size := int(resp.ContentLength)
+	if resp.ContentLength < 0 || resp.Uncompressed {
+		size = -1
+	}
+	ctx.SetBodyStream(&cancelOnClose{ReadCloser: resp.Body, cancel: cancel}, size)
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+func copyHeaders(ctx *fasthttp.RequestCtx, h http.Header) {
+	for name, vs := range h {
+		if hopByHop[name] {
+			continue
+		}
+		for _, v := range vs {
+			ctx.Response.Header.Add(name, v)
+		}
+	}
+}
+
+// target is the upstream URL of a request path and query.
+func (f *Front) target(path string, query []byte) string {
+	u := *f.upstream
+	base := u.EscapedPath()
+	u.Path, u.RawPath = "", ""
+	s := u.String() + base + path
+	if len(query) > 0 {
+		s += "?" + string(query)
+	}
+	return s
+}
+
+// signerURI is countersign's base URI as the client reached it.
+func (f *Front) signerURI(ctx *fasthttp.RequestCtx) string {
+	if f.public != nil {
+		return f.public.String()
+	}
+	scheme := "http"
+	if ctx.IsTLS() {
+		scheme = "https"
+	}
+	base := string(ctx.URI().PathOriginal())
+	if i := strings.Index(base, "/v1/"); i >= 0 {
+		base = base[:i]
+	}
+	return scheme + "://" + string(ctx.Host()) + base
+}
+
+// upstreamFailed answers a request the upstream did not answer: 504 when
+// it was too slow, 502 when it could not be reached or broke off.
+func (f *Front) upstreamFailed(ctx *fasthttp.RequestCtx, method, path string, err error) {
+	status, typ, what := http.StatusBadGateway, "BadGatewayException", "could not be reached"
+	var ne net.Error
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		status, typ, what = http.StatusGatewayTimeout, "GatewayTimeoutException", "did not answer in time"
+	}
+	f.log.Error("catalog upstream failed", "method", method, "path", truncate(path), "status", status, "err", err)
+	writeError(ctx, status, typ, fmt.Sprintf("the catalog at %s %s (%s %s): %s", f.upstream.Host, what, method, truncate(path), errText(err)), 1)
+}
+
+// errText is an upstream error without the URL (which url.Error repeats).
+func errText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// fetchLocation asks the catalog for the table's metadata with the
+// caller's Authorization: its location, a RefusedError or an
+// UnavailableError.
+func (f *Front) fetchLocation(ctx context.Context, authorization []byte, table string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.ResponseTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.target(table, []byte("snapshots=refs")), nil)
+	if err != nil {
+		return "", &UnavailableError{Table: table, Err: err}
+	}
+	if len(authorization) > 0 {
+		req.Header.Set("Authorization", string(authorization))
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return "", &UnavailableError{Table: table, Err: errors.New(errText(err))}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxResponseBytes+1))
+	if err != nil {
+		return "", &UnavailableError{Table: table, Err: err}
+	}
+	switch {
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
+		return "", &RefusedError{Table: table, Status: resp.StatusCode, Message: errorMessage(data)}
+	case resp.StatusCode != http.StatusOK:
+		return "", &UnavailableError{Table: table, Err: fmt.Errorf("HTTP %d", resp.StatusCode)}
+	}
+	doc, err := decodeObject(data)
+	if err != nil {
+		return "", &UnavailableError{Table: table, Err: err}
+	}
+	loc := tableLocation(doc)
+	if loc == "" {
+		return "", &UnavailableError{Table: table, Err: errors.New("the table's metadata has no location")}
+	}
+	return loc, nil
+}
+
+// errorMessage is the message of Iceberg's error model, if data is one.
+func errorMessage(data []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &e) != nil {
+		return ""
+	}
+	return truncate(e.Error.Message)
+}
+
+func writeError(ctx *fasthttp.RequestCtx, status int, typ, msg string, retryAfter int) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	if retryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	ctx.SetBody(remotesign.AppendError(nil, status, typ, msg))
+}
+
+func truncate(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}

@@ -1,0 +1,156 @@
+package catalog
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/countersign/countersign/internal/policyinput"
+)
+
+// Options configures a Front.
+type Options struct {
+	Config Config
+	// Vendor mints vended credentials where the policy allows; nil never
+	// vends (every table answer is remote signing).
+	Vendor Vendor
+	Log    *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Front forwards the Iceberg REST catalog API to the upstream catalog and
+// rewrites its table answers for remote signing.
+type Front struct {
+	cfg       Config
+	upstream  *url.URL
+	public    *url.URL // nil: derived from each request
+	client    *http.Client
+	vendor    Vendor
+	log       *slog.Logger
+	locations *Locations
+	inflight  chan struct{}
+	// separator is the namespace separator as it appears in paths (the
+	// catalog's namespace-separator, "%1F" by default).
+	separator atomic.Pointer[string]
+}
+
+// DefaultNamespaceSeparator is Iceberg's separator of namespace levels in
+// paths when the catalog's /v1/config names none.
+const DefaultNamespaceSeparator = "%1F"
+
+// New builds the front. It does not contact the upstream (see Refresh).
+func New(o Options) (*Front, error) {
+	cfg := o.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	up, err := parseBase("catalog.upstream", cfg.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	var public *url.URL
+	if cfg.PublicURL != "" {
+		if public, err = parseBase("catalog.public_url", cfg.PublicURL); err != nil {
+			return nil, err
+		}
+	}
+	tlsCfg, err := cfg.TLS.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // the upstream is reached directly, never through the environment's proxy
+		DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tlsCfg,
+		TLSHandshakeTimeout:   cfg.ConnectTimeout,
+		ResponseHeaderTimeout: cfg.ResponseTimeout,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConns:          cfg.MaxConcurrency,
+		MaxIdleConnsPerHost:   cfg.MaxConcurrency,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	f := &Front{
+		cfg:      cfg,
+		upstream: up,
+		public:   public,
+		client: &http.Client{
+			Transport: tr,
+			// Redirects go back to the client as the catalog sent them.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		vendor:   o.Vendor,
+		log:      log,
+		inflight: make(chan struct{}, cfg.MaxConcurrency),
+	}
+	sep := DefaultNamespaceSeparator
+	f.separator.Store(&sep)
+	f.locations = newLocations(cfg.LocationCacheSize, cfg.LocationTTL, cfg.LocationStaleGrace, now, f.fetchLocation)
+	return f, nil
+}
+
+// Close releases the upstream connections.
+func (f *Front) Close() { f.client.CloseIdleConnections() }
+
+// Upstream is the catalog's base URI, for logs.
+func (f *Front) Upstream() string { return f.upstream.String() }
+
+// NamespaceSeparator is the separator of namespace levels in a decoded
+// path segment ("\x1f" unless the catalog's /v1/config says otherwise).
+func (f *Front) NamespaceSeparator() string {
+	s := *f.separator.Load()
+	if d, err := url.PathUnescape(s); err == nil && d != "" {
+		return d
+	}
+	return s
+}
+
+// Locate is the table's location for the caller (see Locations.Locate):
+// table is the raw path "/v1/{prefix}/namespaces/{namespace}/tables/{table}".
+func (f *Front) Locate(ctx context.Context, token [32]byte, authorization []byte, table string) (string, error) {
+	return f.locations.Locate(ctx, token, authorization, table)
+}
+
+// parseTable decodes a raw table path into the policy's table.
+func (f *Front) parseTable(table string) (policyinput.Table, bool) {
+	rest, ok := strings.CutPrefix(table, "/v1/")
+	if !ok {
+		return policyinput.Table{}, false
+	}
+	segs := strings.Split(rest, "/")
+	var t policyinput.Table
+	switch {
+	case len(segs) == 4 && segs[0] == "namespaces" && segs[2] == "tables":
+	case len(segs) == 5 && segs[1] == "namespaces" && segs[3] == "tables":
+		p, err := url.PathUnescape(segs[0])
+		if err != nil {
+			return t, false
+		}
+		t.Prefix, segs = p, segs[1:]
+	default:
+		return t, false
+	}
+	ns, err1 := url.PathUnescape(segs[1])
+	name, err2 := url.PathUnescape(segs[3])
+	if err1 != nil || err2 != nil || ns == "" || name == "" {
+		return t, false
+	}
+	t.Namespace = strings.Split(ns, f.NamespaceSeparator())
+	t.Name = name
+	return t, true
+}

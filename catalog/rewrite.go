@@ -1,0 +1,187 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The properties the front writes into a table's config so that every
+// Iceberg client in use turns remote signing on and signs with countersign
+// (docs/design.md, "Catalog front"):
+//
+//   - s3.remote-signing-enabled: S3FileIO's switch (all versions).
+//   - s3.signer.uri, s3.signer.endpoint: where Iceberg 1.10 and 1.11 post
+//     sign requests (1.11 reads them before signer.uri/signer.endpoint).
+//     The endpoint is the table's own sign route, so that countersign
+//     knows the table on every request.
+//   - remote-signing-config: the LoadTableResult field of Iceberg's main
+//     branch (after 1.11). Its client ignores s3.signer.* and posts to its
+//     catalog uri, which is countersign's front, plus the table's sign
+//     route; the field carries no endpoint, only static properties and
+//     headers for the sign requests, which countersign does not need.
+const (
+	propRemoteSigningEnabled = "s3.remote-signing-enabled"
+	propS3SignerURI          = "s3.signer.uri"
+	propS3SignerEndpoint     = "s3.signer.endpoint"
+	fieldRemoteSigningConfig = "remote-signing-config"
+	fieldStorageCredentials  = "storage-credentials"
+	fieldConfig              = "config"
+	fieldMetadata            = "metadata"
+)
+
+// signing is what a table answer is rewritten to: remote signing with
+// countersign (credentials nil), or the vended credentials the policy
+// allowed.
+type signing struct {
+	// signerURI is countersign's base URI; endpoint the table's sign
+	// route relative to it ("v1/.../tables/{table}/sign").
+	signerURI, endpoint string
+	// credentials, when non-nil, are vended instead of signing.
+	credentials []StorageCredential
+}
+
+// errNotJSONObject is an answer the front must inspect but cannot read.
+var errNotJSONObject = errors.New("the catalog's answer is not a JSON object")
+
+// tableLocation reads metadata.location from a LoadTableResult (or a
+// CommitTableResponse), "" when it has none.
+func tableLocation(doc map[string]json.RawMessage) string {
+	raw, ok := doc[fieldMetadata]
+	if !ok {
+		return ""
+	}
+	var md struct {
+		Location string `json:"location"`
+	}
+	if json.Unmarshal(raw, &md) != nil {
+		return ""
+	}
+	return md.Location
+}
+
+// rewriteTable turns a LoadTableResult into countersign's: credentials
+// removed, then either remote signing on (in every form clients read) or
+// the vended credentials. Every other member is kept as the catalog sent
+// it. It returns the new body and the table's location.
+func rewriteTable(body []byte, s signing) ([]byte, string, error) {
+	doc, err := decodeObject(body)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, ok := doc[fieldMetadata]; !ok {
+		return nil, "", fmt.Errorf("the catalog's table answer has no %q", fieldMetadata)
+	}
+	cfg, err := decodeConfig(doc[fieldConfig])
+	if err != nil {
+		return nil, "", err
+	}
+	stripCredentials(cfg)
+	delete(doc, fieldStorageCredentials)
+	delete(doc, fieldRemoteSigningConfig)
+	if s.credentials != nil {
+		creds, err := json.Marshal(s.credentials)
+		if err != nil {
+			return nil, "", err
+		}
+		doc[fieldStorageCredentials] = creds
+	} else {
+		cfg[propRemoteSigningEnabled] = jsonString("true")
+		cfg[propS3SignerURI] = jsonString(s.signerURI)
+		cfg[propS3SignerEndpoint] = jsonString(s.endpoint)
+		doc[fieldRemoteSigningConfig] = json.RawMessage(`{}`)
+	}
+	if doc[fieldConfig], err = encode(cfg); err != nil {
+		return nil, "", err
+	}
+	out, err := encode(doc)
+	return out, tableLocation(doc), err
+}
+
+// inspect removes credentials from any other answer the front reads: a
+// top-level storage-credentials member, and credential keys in a
+// top-level config, defaults or overrides map (loadView, /v1/config,
+// scan planning, ...). changed is false when there was nothing to remove;
+// the body is then forwarded as it came.
+func inspect(body []byte) (out []byte, doc map[string]json.RawMessage, changed bool, err error) {
+	doc, err = decodeObject(body)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if _, ok := doc[fieldStorageCredentials]; ok {
+		delete(doc, fieldStorageCredentials)
+		changed = true
+	}
+	for _, name := range []string{fieldConfig, "defaults", "overrides"} {
+		raw, ok := doc[name]
+		if !ok {
+			continue
+		}
+		m, err := decodeConfig(raw)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("member %q: %w", name, err)
+		}
+		if stripCredentials(m) {
+			changed = true
+			if doc[name], err = encode(m); err != nil {
+				return nil, nil, false, err
+			}
+		}
+	}
+	if !changed {
+		return body, doc, false, nil
+	}
+	out, err = encode(doc)
+	return out, doc, true, err
+}
+
+// stripCredentials deletes the credential keys of a config map and
+// reports whether there were any.
+func stripCredentials(m map[string]json.RawMessage) bool {
+	n := len(m)
+	for k := range m {
+		if credentialKey(strings.ToLower(k)) {
+			delete(m, k)
+		}
+	}
+	return len(m) != n
+}
+
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
+		return nil, errNotJSONObject
+	}
+	return doc, nil
+}
+
+// decodeConfig reads a string map member; absent or null is empty.
+func decodeConfig(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return m, nil
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, errors.New("a config member of the catalog's answer is not a JSON object")
+	}
+	return m, nil
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// encode writes v as compact JSON without HTML escaping (the catalog's
+// strings stay as they were).
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
