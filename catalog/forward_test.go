@@ -16,7 +16,7 @@ import (
 // The upstream in these tests is a recording stand-in: they check what
 // arrives at the catalog (method, path, query, body, headers), which no
 // real catalog reports. The front against a real catalog (SeaweedFS's) is
-// in e2e/catalog_test.go and conformance/catalog_test.go.
+// in e2e/catalog_test.go.
 
 type seen struct {
 	method, uri, host string

@@ -3,8 +3,6 @@ package catalog
 import (
 	"context"
 	"net"
-	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,17 +34,6 @@ func newFront(t *testing.T, cfg Config, vendor Vendor) *Front {
 		t.Fatal(err)
 	}
 	return f
-}
-
-// counting wraps an upstream handler and counts its requests.
-type counting struct {
-	n atomic.Int64
-	h http.Handler
-}
-
-func (c *counting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c.n.Add(1)
-	c.h.ServeHTTP(w, r)
 }
 
 func ctxT(t *testing.T) context.Context {
