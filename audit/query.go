@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -51,9 +54,27 @@ type QueryOptions struct {
 	// NoIndex scans every segment even where an index could skip blocks
 	// (to measure the index, or to distrust it).
 	NoIndex bool
+	// Stats, if set, receives what the query read.
+	Stats *QueryStats
+}
+
+// QueryStats says what a query read.
+type QueryStats struct {
+	Segments        int   // segments with records
+	Indexed         int   // of them, read through their index
+	Blocks          int   // index blocks of those segments
+	BlocksRead      int   // of them, read because they could match
+	BytesRead       int64 // segment bytes read, scans and blocks
+	SegmentsSkipped int   // skipped whole by their first and last time
 }
 
 // QueryWith is Query with options.
+//
+// A sealed segment with an index (index.go) is read only in the blocks
+// that can hold a match: the index's time range, principal and bucket
+// sets, key range and key filter decide, and only those byte ranges are
+// read. Segments without an index, or whose index does not describe
+// them, are scanned.
 func QueryWith(ctx context.Context, fsys fs.FS, f Filter, opts QueryOptions, fn func(rec *Record, line []byte) error) error {
 	segs, err := ListSegments(fsys)
 	if err != nil {
@@ -61,6 +82,34 @@ func QueryWith(ctx context.Context, fsys fs.FS, f Filter, opts QueryOptions, fn 
 	}
 	limits := validLimits(fsys, segs)
 	needles := f.needles()
+	bq := f.blockQuery()
+	st := opts.Stats
+	if st == nil {
+		st = &QueryStats{}
+	}
+	done := false
+	each := func(line []byte, _ int64, _ int) error {
+		st.BytesRead += int64(len(line)) + 1
+		if !f.Until.IsZero() {
+			if t, ok := lineTime(line); ok && !t.Before(f.Until) {
+				done = true
+				return errStop
+			}
+		}
+		for _, n := range needles {
+			if !bytes.Contains(line, n) {
+				return nil
+			}
+		}
+		rec, err := DecodeRecord(line)
+		if err != nil {
+			return nil // verify reports it; a query shows what is readable
+		}
+		if !f.match(rec) {
+			return nil
+		}
+		return fn(rec, line)
+	}
 	for i, seg := range segs {
 		if !seg.HasRecords {
 			continue
@@ -68,42 +117,102 @@ func QueryWith(ctx context.Context, fsys fs.FS, f Filter, opts QueryOptions, fn 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		st.Segments++
+		if !opts.NoIndex && seg.HasIndex && limits[i] < 0 && bq.prunes() {
+			if used, err := queryIndexed(fsys, seg, &bq, st, each); used || err != nil {
+				if err != nil || done {
+					return err
+				}
+				continue
+			}
+		}
 		if !f.Since.IsZero() || !f.Until.IsZero() {
 			first, last, ok := segmentTimes(fsys, seg.Name)
 			if ok && !f.Until.IsZero() && !first.Before(f.Until) {
 				return nil // this and every later segment is too late
 			}
 			if ok && !f.Since.IsZero() && last.Before(f.Since) {
+				st.SegmentsSkipped++
 				continue
 			}
 		}
-		done := false
-		err := eachLine(fsys, seg.Name, limits[i], func(line []byte, _ int64, _ int) error {
-			if !f.Until.IsZero() {
-				if t, ok := lineTime(line); ok && !t.Before(f.Until) {
-					done = true
-					return errStop
-				}
-			}
-			for _, n := range needles {
-				if !bytes.Contains(line, n) {
-					return nil
-				}
-			}
-			rec, err := DecodeRecord(line)
-			if err != nil {
-				return nil // verify reports it; a query shows what is readable
-			}
-			if !f.match(rec) {
-				return nil
-			}
-			return fn(rec, line)
-		})
-		if err != nil || done {
+		if err := eachLine(fsys, seg.Name, limits[i], each); err != nil || done {
 			return err
 		}
 	}
 	return nil
+}
+
+// queryIndexed reads the blocks of seg that its index says can match,
+// calling each for their lines. used is false when the index cannot be
+// used (unreadable, not this segment's, a file without ranged reads): the
+// caller then scans.
+func queryIndexed(fsys fs.FS, seg SegmentInfo, q *blockQuery, st *QueryStats, each func([]byte, int64, int) error) (used bool, err error) {
+	idx, err := readIndex(fsys, seg.First)
+	if err != nil || idx == nil || idx.first != seg.First {
+		return false, nil
+	}
+	f, err := fsys.Open(seg.Name)
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	ra, ok := f.(io.ReaderAt)
+	if err != nil || !ok || fi.Size() != idx.size {
+		return false, nil
+	}
+	var n uint64
+	for i := range idx.blocks {
+		n += idx.blocks[i].records
+	}
+	if n != idx.records {
+		return false, nil
+	}
+	blocks := idx.blocks
+	st.Indexed++
+	st.Blocks += len(blocks)
+	var br *bufio.Reader
+	for i := 0; i < len(blocks); {
+		if !q.mayMatch(&blocks[i]) {
+			i++
+			continue
+		}
+		// A run of blocks that may match: one read.
+		j := i + 1
+		for j < len(blocks) && q.mayMatch(&blocks[j]) {
+			j++
+		}
+		st.BlocksRead += j - i
+		start, end := blocks[i].offset, blocks[j-1].offset+blocks[j-1].length
+		sr := io.NewSectionReader(ra, start, end-start)
+		if br == nil {
+			br = bufio.NewReaderSize(sr, 64<<10)
+		} else {
+			br.Reset(sr)
+		}
+		lr := &lineReader{br: br, off: start, padding: -1, hidden: -1}
+		for {
+			line, off, num, complete, rerr := lr.next()
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return true, fmt.Errorf("%s: %w", seg.Name, rerr)
+			}
+			if !complete {
+				break
+			}
+			if err := each(line, off, num); err != nil {
+				if err == errStop {
+					return true, nil
+				}
+				return true, err
+			}
+		}
+		i = j
+	}
+	return true, nil
 }
 
 // needles are byte strings a matching line must contain, as the encoder

@@ -40,37 +40,38 @@ func CheckpointsName(first uint64) string {
 	return fmt.Sprintf("%s%0*d%s", segmentPrefix, segmentDigits, first, checkpointsExt)
 }
 
-// parseSegmentFile returns the first seq and whether name is a segment
-// (".jsonl") or checkpoints file.
-func parseSegmentFile(name string) (first uint64, checkpoints, ok bool) {
+// parseSegmentFile returns the first seq and the extension of a
+// segment's file: segmentExt, checkpointsExt or indexExt.
+func parseSegmentFile(name string) (first uint64, ext string, ok bool) {
 	rest, found := strings.CutPrefix(name, segmentPrefix)
 	if !found || len(rest) < segmentDigits {
-		return 0, false, false
+		return 0, "", false
 	}
 	digits, ext := rest[:segmentDigits], rest[segmentDigits:]
 	switch ext {
-	case segmentExt:
-	case checkpointsExt:
-		checkpoints = true
+	case segmentExt, checkpointsExt, indexExt:
 	default:
-		return 0, false, false
+		return 0, "", false
 	}
 	n, err := strconv.ParseUint(digits, 10, 64)
 	if err != nil {
-		return 0, false, false
+		return 0, "", false
 	}
-	return n, checkpoints, true
+	return n, ext, true
 }
 
 // SegmentInfo describes one segment.
 type SegmentInfo struct {
 	// First is the seq of its first record.
 	First uint64
-	// Name and CheckpointsName are its files, relative to the log's dir.
+	// Name, CheckpointsName and IndexName are its files, relative to the
+	// log's dir.
 	Name            string
 	CheckpointsName string
-	// HasRecords and HasCheckpoints say whether each file exists.
-	HasRecords, HasCheckpoints bool
+	IndexName       string
+	// HasRecords, HasCheckpoints and HasIndex say whether each file
+	// exists (only sealed segments written by one run have an index).
+	HasRecords, HasCheckpoints, HasIndex bool
 	// Records is the number of records, when known (OnSeal); else 0.
 	Records uint64
 }
@@ -88,24 +89,29 @@ func ListSegments(fsys fs.FS) ([]SegmentInfo, error) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		first, chk, ok := parseSegmentFile(e.Name())
+		first, ext, ok := parseSegmentFile(e.Name())
 		if !ok {
 			continue
 		}
 		s := byFirst[first]
 		if s == nil {
-			s = &SegmentInfo{First: first, Name: SegmentName(first), CheckpointsName: CheckpointsName(first)}
+			s = &SegmentInfo{First: first, Name: SegmentName(first), CheckpointsName: CheckpointsName(first), IndexName: IndexName(first)}
 			byFirst[first] = s
 		}
-		if chk {
+		switch ext {
+		case checkpointsExt:
 			s.HasCheckpoints = true
-		} else {
+		case indexExt:
+			s.HasIndex = true
+		default:
 			s.HasRecords = true
 		}
 	}
 	out := make([]SegmentInfo, 0, len(byFirst))
 	for _, s := range byFirst {
-		out = append(out, *s)
+		if s.HasRecords || s.HasCheckpoints { // an index alone is no segment
+			out = append(out, *s)
+		}
 	}
 	slices.SortFunc(out, func(a, b SegmentInfo) int {
 		switch {

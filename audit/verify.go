@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ type VerifyResult struct {
 	Segments    int
 	First, Next uint64 // the records verified are seqs First..Next-1
 	Checkpoints int    // checkpoints checked (signature, root, consistency)
+	Indexes     int    // segment indexes rebuilt from the records and found equal
 	Latest      *Checkpoint
 	// Uncovered is the number of records after the latest checkpoint:
 	// normal for a live log (at most about checkpoint_interval of records),
@@ -251,6 +253,10 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		return err
 	}
 	v.rangeFile, v.rangeLine = seg.Name, 1
+	var ib *indexBuilder // rebuilds the segment's index, to compare
+	if seg.HasIndex {
+		ib = newIndexBuilder(seg.First)
+	}
 	lr := newLineReader(f, 0, 1)
 	var last *Record
 	lastLine := 0
@@ -300,6 +306,9 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		if err := v.store.appendLeaf(tlog.RecordHash(line)); err != nil {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: err.Error()}
 		}
+		if ib != nil {
+			ib.add(line, off, rec.seq, rec.time.UnixNano())
+		}
 		v.next++
 		v.lastTime = rec.time
 		last, lastLine = rec.rec, num
@@ -344,6 +353,32 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		}
 		v.artefact("%s: sealed but its final checkpoint is missing (a crash or a full disk while closing); Open adds it", seg.Name)
 	}
+	if ib != nil {
+		return v.checkIndex(seg, ib, sealed && !abandoned)
+	}
+	return nil
+}
+
+// checkIndex compares a segment's index with the one rebuilt from its
+// records: an index that differs could make a query skip records.
+func (v *verifier) checkIndex(seg SegmentInfo, ib *indexBuilder, sealed bool) error {
+	if !sealed {
+		return &VerifyError{File: seg.IndexName, Seq: -1, Msg: "an index of a segment that is not sealed: the log writes none"}
+	}
+	f, err := v.fsys.Open(seg.IndexName)
+	if err != nil {
+		return err
+	}
+	got, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, ib.finish()) {
+		return &VerifyError{File: seg.IndexName, Seq: -1, Msg: fmt.Sprintf(
+			"the index does not describe %s's records (altered or corrupt): queries using it could miss records; remove it to scan the segment", seg.Name)}
+	}
+	v.res.Indexes++
 	return nil
 }
 

@@ -70,6 +70,7 @@ type segment struct {
 	records uint64 // durable records
 	nonce   [8]byte
 	opened  time.Time
+	ix      *indexBuilder // nil when the segment was not written from its start by this Log
 }
 
 // recoveryInfo is what the "recover" record will say.
@@ -204,6 +205,7 @@ func (l *Log) commit(batch []*request) error {
 	buf := w.buf[:0]
 	seq := w.tree.n
 	records := 0
+	nowNano := now.UnixNano()
 	for _, req := range batch {
 		req.first, req.time, req.nonce = seq, now, seg.nonce
 		start := 0
@@ -212,6 +214,9 @@ func (l *Log) commit(batch []*request) error {
 			buf = appendHead(buf, seq, &seg.nonce, w.ts)
 			buf = append(buf, req.buf[start:end]...)
 			w.tree.append(l.leafHash(buf[lineStart:]))
+			if seg.ix != nil {
+				seg.ix.add(buf[lineStart:], seg.size+int64(lineStart), seq, nowNano)
+			}
 			buf = append(buf, '\n')
 			seq++
 			start = end
@@ -401,8 +406,9 @@ func (l *Log) seal(reason string, extra ...*Record) error {
 	if err := l.checkpoint(); err != nil {
 		return err
 	}
-	info := SegmentInfo{First: seg.first, Name: seg.name, CheckpointsName: CheckpointsName(seg.first),
-		HasRecords: true, HasCheckpoints: true, Records: seg.records}
+	hasIndex := l.writeIndex(seg)
+	info := SegmentInfo{First: seg.first, Name: seg.name, CheckpointsName: CheckpointsName(seg.first), IndexName: IndexName(seg.first),
+		HasRecords: true, HasCheckpoints: true, HasIndex: hasIndex, Records: seg.records}
 	// Both files are durable (fdatasync'ed); a close error cannot lose data.
 	w.closeSegment()
 	l.log.Info("audit segment sealed", "segment", info.Name, "records", info.Records, "reason", reason)
@@ -441,7 +447,7 @@ func (l *Log) setSegment(seg *segment) {
 // then the empty segment file, then the directory entries.
 func (l *Log) createSegment(first uint64) (*segment, error) {
 	w := &l.w
-	seg := &segment{first: first, name: SegmentName(first), opened: l.now()}
+	seg := &segment{first: first, name: SegmentName(first), opened: l.now(), ix: newIndexBuilder(first)}
 	if _, err := rand.Read(seg.nonce[:]); err != nil {
 		return nil, err
 	}

@@ -114,6 +114,13 @@ func TestAuditFleetVerify(t *testing.T) {
 			}
 		}
 		t.Logf("fleet verify:\n%s", out)
+		// Every sealed segment was uploaded with its index.
+		if jsonl, idx := segKeys(t, f, "node-1", ".jsonl"), segKeys(t, f, "node-1", ".index"); len(idx) != len(jsonl) {
+			t.Fatalf("%d segments, %d indexes in the bucket", len(jsonl), len(idx))
+		}
+		if !strings.Contains(out, "indexes verified") {
+			t.Fatalf("no index verified:\n%s", out)
+		}
 	})
 
 	// One segment deleted (a delete marker over the locked version).

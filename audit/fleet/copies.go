@@ -44,7 +44,7 @@ func layerCopies(n Node) ([]Copy, error) {
 			for _, f := range []struct {
 				name string
 				ok   bool
-			}{{s.Name, s.HasRecords}, {s.CheckpointsName, s.HasCheckpoints}} {
+			}{{s.Name, s.HasRecords}, {s.IndexName, s.HasIndex}, {s.CheckpointsName, s.HasCheckpoints}} {
 				if !f.ok {
 					continue
 				}

@@ -36,15 +36,30 @@ func Query(ctx context.Context, nodes []Node, f audit.Filter, opts audit.QueryOp
 		ok   bool
 	}
 	streams := make([]*stream, len(nodes))
+	stats := make([]audit.QueryStats, len(nodes))
+	if total := opts.Stats; total != nil {
+		defer func() {
+			for _, s := range stats {
+				total.Segments += s.Segments
+				total.Indexed += s.Indexed
+				total.Blocks += s.Blocks
+				total.BlocksRead += s.BlocksRead
+				total.BytesRead += s.BytesRead
+				total.SegmentsSkipped += s.SegmentsSkipped
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		s := &stream{ch: make(chan Hit, hitBuffer)}
 		streams[i] = s
+		nopts := opts
+		nopts.Stats = &stats[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(s.ch)
-			s.err = audit.QueryWith(ctx, nodeFS(n), f, opts, func(rec *audit.Record, line []byte) error {
+			s.err = audit.QueryWith(ctx, nodeFS(n), f, nopts, func(rec *audit.Record, line []byte) error {
 				select {
 				case s.ch <- Hit{Node: n.ID, Record: rec, Line: append([]byte(nil), line...)}:
 					return nil

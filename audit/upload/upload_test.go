@@ -89,7 +89,7 @@ func TestUploadSealedSegments(t *testing.T) {
 		t.Fatalf("local segments after upload: %v, want only the current one (%s)", segmentNames(local), audit.SegmentName(cur))
 	}
 	keys := g.keys(bucket, testNode+"/")
-	if len(keys) < 10 || len(keys)%2 != 0 {
+	if len(keys) < 15 || len(keys)%3 != 0 { // records, index, checkpoints
 		t.Fatalf("bucket keys: %v", keys)
 	}
 	for _, key := range keys {
@@ -98,7 +98,7 @@ func TestUploadSealedSegments(t *testing.T) {
 		}
 	}
 	uploaded, failures := rec.snapshot()
-	if len(uploaded) != len(keys)/2 || len(failures) != 0 {
+	if len(uploaded) != len(keys)/3 || len(failures) != 0 {
 		t.Fatalf("OnUploaded %v, OnFailure %v, for %d objects", uploaded, failures, len(keys))
 	}
 	if up.Pending() != 0 || up.LastError() != nil {
@@ -109,8 +109,8 @@ func TestUploadSealedSegments(t *testing.T) {
 	// starts, complete (not Partial).
 	bfs := openBucketFS(t, g, testNode+"/")
 	res := verifyFS(t, "bucket", bfs, k, false)
-	if res.First != 0 || res.Next != cur || res.Segments != len(keys)/2 {
-		t.Fatalf("bucket verify: first %d next %d segments %d, want 0, %d, %d", res.First, res.Next, res.Segments, cur, len(keys)/2)
+	if res.First != 0 || res.Next != cur || res.Segments != len(keys)/3 {
+		t.Fatalf("bucket verify: first %d next %d segments %d, want 0, %d, %d", res.First, res.Next, res.Segments, cur, len(keys)/3)
 	}
 	// The disk alone is the tail: it verifies only as a partial log.
 	if _, err := audit.Verify(os.DirFS(dir), audit.VerifyOptions{Verifiers: k.verifiers}); err == nil {
@@ -388,7 +388,7 @@ func TestUploadKeepLocal(t *testing.T) {
 	if want := segmentNames(local[:len(local)-1]); !slices.Equal(uploaded, want) {
 		t.Fatalf("uploaded %v, want %v", uploaded, want)
 	}
-	if keys := g.keys(bucket, ""); len(keys) != 2*(len(local)-1) {
+	if keys := g.keys(bucket, ""); len(keys) != 3*(len(local)-1) {
 		t.Fatalf("bucket: %v", keys)
 	}
 	verifyFS(t, "local", os.DirFS(dir), k, false)
@@ -506,7 +506,7 @@ func TestUploadObjectLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := g.keys(bucket, testNode+"/")
-	if len(keys) != 2*(len(before)-1) {
+	if len(keys) != 3*(len(before)-1) {
 		t.Fatalf("bucket: %v", keys)
 	}
 	admin := g.admin()

@@ -404,14 +404,16 @@ func (u *Uploader) isVerified(seg audit.SegmentInfo) bool {
 }
 
 type segFile struct {
-	name  string
-	local bool
+	name     string
+	local    bool
+	optional bool // an index: a segment need not have one
 }
 
 // segFiles lists a segment's files in upload order: records first, then
-// the checkpoints, whose presence in the bucket marks the segment complete.
-func segFiles(seg audit.SegmentInfo) [2]segFile {
-	return [2]segFile{{seg.Name, seg.HasRecords}, {seg.CheckpointsName, seg.HasCheckpoints}}
+// its index (when it has one), then the checkpoints, whose presence in the
+// bucket marks the segment complete.
+func segFiles(seg audit.SegmentInfo) [3]segFile {
+	return [3]segFile{{seg.Name, seg.HasRecords, false}, {seg.IndexName, seg.HasIndex, true}, {seg.CheckpointsName, seg.HasCheckpoints, false}}
 }
 
 // segment uploads and verifies both files of one segment, then removes
@@ -420,6 +422,9 @@ func (u *Uploader) segment(ctx context.Context, w work) error {
 	fresh := false
 	for _, f := range segFiles(w.seg) {
 		key := u.cfg.Prefix + f.name
+		if !f.local && f.optional {
+			continue
+		}
 		if !f.local {
 			// Only an interrupted removal (ours) leaves one file of a
 			// finished segment; the other must then be in the bucket.
@@ -447,8 +452,9 @@ func (u *Uploader) segment(ctx context.Context, w work) error {
 	if !w.removable || u.cfg.KeepLocal {
 		return nil
 	}
-	// Records first: a crash in between leaves the checkpoints file, which
-	// the next pass finds verified in the bucket and removes.
+	// Records first, checkpoints last: a crash in between leaves the
+	// checkpoints file (and maybe the index), which the next pass finds
+	// verified in the bucket and removes.
 	for _, f := range segFiles(w.seg) {
 		if !f.local {
 			continue

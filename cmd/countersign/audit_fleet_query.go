@@ -30,6 +30,7 @@ func runAuditFleetQuery(ctx context.Context, args []string, stdout, stderr io.Wr
 		return 2
 	}
 	p := qf.printer(stdout, true)
+	start := time.Now()
 	err = fleet.Query(ctx, nodes, f, qf.options(), func(h fleet.Hit) error {
 		return p.add(h.Node, h.Record, h.Line)
 	})
@@ -38,5 +39,6 @@ func runAuditFleetQuery(ctx context.Context, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	p.finish()
+	qf.printStats(stderr, time.Since(start))
 	return 0
 }

@@ -64,8 +64,8 @@ func runAuditFleetVerify(ctx context.Context, args []string, stdout, stderr io.W
 		}
 		res := r.Result
 		records += res.Next - res.First
-		fmt.Fprintf(stdout, "ok %s: records %d..%d in %d segments, %d checkpoints verified, latest size %d root %s (%s)\n",
-			r.Node, res.First, int64(res.Next)-1, res.Segments, res.Checkpoints, res.Latest.Size, res.Latest.Root, where)
+		fmt.Fprintf(stdout, "ok %s: records %d..%d in %d segments, %d checkpoints and %d indexes verified, latest size %d root %s (%s)\n",
+			r.Node, res.First, int64(res.Next)-1, res.Segments, res.Checkpoints, res.Indexes, res.Latest.Size, res.Latest.Root, where)
 		if res.Uncovered > 0 {
 			fmt.Fprintf(stdout, "%s: note: the last %d records are not yet covered by a checkpoint\n", r.Node, res.Uncovered)
 		}

@@ -37,6 +37,7 @@ func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 2
 	}
 	p := qf.printer(stdout, false)
+	start := time.Now()
 	err = audit.QueryWith(ctx, fsys, f, qf.options(), func(r *audit.Record, line []byte) error {
 		return p.add("", r, line)
 	})
@@ -45,6 +46,7 @@ func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	p.finish()
+	qf.printStats(stderr, time.Since(start))
 	return 0
 }
 
@@ -53,7 +55,8 @@ func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 type auditQueryFlags struct {
 	f                                          audit.Filter
 	since, until, decision, kind, format, dist string
-	noIndex                                    bool
+	noIndex, stats                             bool
+	st                                         audit.QueryStats
 }
 
 func (q *auditQueryFlags) register(fs *flag.FlagSet) {
@@ -68,9 +71,22 @@ func (q *auditQueryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.format, "format", "jsonl", "jsonl (the records as stored) or table")
 	fs.StringVar(&q.dist, "distinct", "", "principal or object: list each once, with count and first/last time")
 	fs.BoolVar(&q.noIndex, "no-index", false, "scan every segment, ignoring segment indexes")
+	fs.BoolVar(&q.stats, "stats", false, "print what the query read to stderr")
 }
 
-func (q *auditQueryFlags) options() audit.QueryOptions { return audit.QueryOptions{NoIndex: q.noIndex} }
+func (q *auditQueryFlags) options() audit.QueryOptions {
+	return audit.QueryOptions{NoIndex: q.noIndex, Stats: &q.st}
+}
+
+// printStats writes -stats' line.
+func (q *auditQueryFlags) printStats(stderr io.Writer, elapsed time.Duration) {
+	if !q.stats {
+		return
+	}
+	s := q.st
+	fmt.Fprintf(stderr, "stats: %v, %d segments (%d through their index: %d of %d blocks read; %d skipped by time), %.1f MB of records read\n",
+		elapsed.Round(time.Millisecond), s.Segments, s.Indexed, s.BlocksRead, s.Blocks, s.SegmentsSkipped, float64(s.BytesRead)/1e6)
+}
 
 // filter checks the flags and returns the filter.
 func (q *auditQueryFlags) filter(now time.Time) (audit.Filter, error) {

@@ -83,8 +83,8 @@ func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return 1
 	}
-	fmt.Fprintf(stdout, "ok: %s: records %d..%d (%d) in %d segments, %d checkpoints verified (%v)\n",
-		res.Origin, res.First, int64(res.Next)-1, res.Next-res.First, res.Segments, res.Checkpoints, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "ok: %s: records %d..%d (%d) in %d segments, %d checkpoints verified, %d segment indexes rebuilt and equal (%v)\n",
+		res.Origin, res.First, int64(res.Next)-1, res.Next-res.First, res.Segments, res.Checkpoints, res.Indexes, time.Since(start).Round(time.Millisecond))
 	if l := res.Latest; l != nil {
 		fmt.Fprintf(stdout, "latest checkpoint: size %d, root %s, signed by %s\n", l.Size, l.Root, strings.Join(l.Signers, ", "))
 	}
