@@ -19,6 +19,7 @@
 //
 //	seg-<first seq, 20 digits>.jsonl        records, one per line, then unused zeros
 //	seg-<first seq, 20 digits>.checkpoints  signed checkpoints, one JSON object per line
+//	seg-<first seq, 20 digits>.index        a sealed segment's block index (index.go)
 //	next.prealloc                           the next segment, being zero-filled
 //	LOCK                                    flock: one writer per directory
 //
