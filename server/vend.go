@@ -33,8 +33,9 @@ const (
 
 // vendRoute is what the URL path of a credentials request says.
 type vendRoute struct {
-	api   string
-	table *policyinput.Table // the Iceberg route's table
+	api       string
+	table     *policyinput.Table // the Iceberg route's table
+	tablePath string             // its raw path, for the catalog front
 }
 
 const unityPathCredentials = "/api/2.1/unity-catalog/temporary-path-credentials"
@@ -53,7 +54,7 @@ func matchVendRoute(rawPath string, basePaths []string, sep string) (vendRoute, 
 			return vendRoute{api: apiUnity}, true
 		}
 		if r, ok := matchTablePath(rest, "credentials", apiIceberg, sep); ok {
-			return vendRoute{api: apiIceberg, table: r.table}, true
+			return vendRoute{api: apiIceberg, table: r.table, tablePath: r.tablePath}, true
 		}
 	}
 	return vendRoute{}, false
@@ -107,6 +108,24 @@ func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 			h.refuseVend(ctx, vr, req, http.StatusTooManyRequests, "rate limit exceeded for principal "+strconv.Quote(id.Principal.ID), wait)
 			return
 		}
+	}
+	if vr.table != nil && h.opts.Tables != nil {
+		// With a catalog front, the table's location is the catalog's, as
+		// it answers this caller; a caller it refuses gets nothing.
+		loc, err := h.opts.Tables.Locate(stageCtx, id.TokenHash, ctx.Request.Header.Peek("Authorization"), vr.tablePath)
+		if err != nil {
+			var r interface{ Retryable() bool }
+			if errors.As(err, &r) && r.Retryable() {
+				h.log.Error("table location unavailable", "err", err, "request_id", req.RequestID)
+				h.refuseVend(ctx, vr, req, http.StatusServiceUnavailable, err.Error()+"; nothing was vended", 1)
+				return
+			}
+			h.refuseVend(ctx, vr, req, http.StatusForbidden, err.Error()+"; nothing was vended", 0)
+			return
+		}
+		t := *vr.table
+		t.Location = loc
+		req.Table, req.Location = &t, loc
 	}
 	if vr.api == apiUnity {
 		if err := decodeUnityRequest(ctx.PostBody(), req); err != nil {
@@ -182,25 +201,13 @@ type VendConfig struct {
 
 // icebergAnswer is a LoadCredentialsResponse.
 func icebergAnswer(c *vend.Credentials, vc VendConfig) []byte {
-	config := map[string]string{
-		"s3.access-key-id":               c.AccessKeyID,
-		"s3.secret-access-key":           c.SecretAccessKey,
-		"s3.session-token":               c.SessionToken,
-		"s3.session-token-expires-at-ms": strconv.FormatInt(c.Expires.UnixMilli(), 10),
-	}
-	if vc.Region != "" {
-		config["client.region"] = vc.Region
-	}
-	if vc.Endpoint != "" {
-		config["s3.endpoint"] = vc.Endpoint
-	}
 	type storageCredential struct {
 		Prefix string            `json:"prefix"`
 		Config map[string]string `json:"config"`
 	}
 	b, _ := json.Marshal(struct {
 		StorageCredentials []storageCredential `json:"storage-credentials"`
-	}{[]storageCredential{{Prefix: c.Location, Config: config}}})
+	}{[]storageCredential{{Prefix: c.Location, Config: vend.IcebergConfig(c, vc.Region, vc.Endpoint)}}})
 	return b
 }
 

@@ -120,8 +120,8 @@ func (s *Service) mint(ctx context.Context, m *mint) (*Credentials, error) {
 	if r.Identity == nil {
 		return nil, refusal(http.StatusUnauthorized, "not authenticated")
 	}
-	loc := r.Location
-	if r.Table != nil {
+	loc := r.Location // Unity Catalog's url, or the catalog's own table location
+	if loc == "" && r.Table != nil {
 		l, ok, err := s.st.Tables.TableLocation(ctx, r.Table)
 		switch {
 		case err != nil:
@@ -131,6 +131,11 @@ func (s *Service) mint(ctx context.Context, m *mint) (*Credentials, error) {
 			return nil, refusal(http.StatusNotFound, fmt.Sprintf("table %s has no known location, so no credentials can be vended for it", tableName(r.Table)))
 		}
 		loc = l
+	}
+	if r.Table != nil && r.Table.Location == "" {
+		t := *r.Table // the policy sees the location vended (table.location)
+		t.Location = loc
+		r.Table = &t
 	}
 	bucket, prefix, err := splitLocation(loc)
 	if err != nil {
