@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/valyala/fasthttp"
 
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
@@ -152,4 +153,21 @@ func TestPerPrincipalSessionsFailClosed(t *testing.T) {
 func BenchmarkServeSignSessions(b *testing.B) {
 	s := newSessionTestServer(b, b.TempDir(), &testMinter{})
 	benchServe(b, s)
+}
+
+// TestSkipDecisionHookOff: in a build without the test hook's tag (this
+// one, and production's) the hook's header changes nothing: a request the
+// policy denies stays denied.
+func TestSkipDecisionHookOff(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{})
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.Set("Authorization", "Bearer "+aliceToken())
+	ctx.Request.Header.Set("X-Countersign-Test-Skip-Decision", "skip-the-policy")
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI("/v1/aws/s3/sign")
+	ctx.Request.SetBodyString(signBody("GET", "http://localhost:7070/lake/denied/x.parquet"))
+	s.Handler()(&ctx)
+	if ctx.Response.StatusCode() != 403 {
+		t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
 }

@@ -31,17 +31,22 @@ const MaxNeeds = 2
 
 // Key names the session a request is signed with: the caller's token (its
 // SHA-256; for a caller without a token, the SHA-256 of its issuer and id,
-// see PrincipalKey) and what the request needs. It is comparable and built
+// see PrincipalKey), the Iceberg table of the per-table route (a policy
+// may scope by it) and what the request needs. It is comparable and built
 // without allocating, so the hot path is one map lookup.
 type Key struct {
 	Token [32]byte
-	Needs [MaxNeeds]Need // sorted, unused entries zero
+	// TablePath is the per-table route's raw table path ("" on the legacy
+	// route), TableLocation the table's location from the catalog front.
+	TablePath, TableLocation string
+	Needs                    [MaxNeeds]Need // sorted, unused entries zero
 }
 
 // Policies compiles the session policy for a principal's needs (from the
-// OPA policy's scope). It runs on a cache miss only.
+// OPA policy's scope), on the per-table route for table t (nil on the
+// legacy route). It runs on a cache miss only.
 type Policies interface {
-	SessionPolicy(ctx context.Context, p *policyinput.Principal, needs []Need) (string, error)
+	SessionPolicy(ctx context.Context, p *policyinput.Principal, t *policyinput.Table, needs []Need) (string, error)
 }
 
 // CacheOptions configures a Cache.
@@ -142,7 +147,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 // Get returns the session to sign k's request with, minting one on a miss
 // (the caller waits) and when the cached one has less than MinRemaining
 // left. Errors wrap ErrUnavailable.
-func (c *Cache) Get(ctx context.Context, k Key, p *policyinput.Principal) (Credentials, error) {
+func (c *Cache) Get(ctx context.Context, k Key, p *policyinput.Principal, t *policyinput.Table) (Credentials, error) {
 	now := c.opts.Now()
 	if e, ok := c.byKey.Get(k); ok {
 		if cr := e.creds.Load(); cr.Expires.Sub(now) >= c.opts.MinRemaining {
@@ -153,17 +158,17 @@ func (c *Cache) Get(ctx context.Context, k Key, p *policyinput.Principal) (Crede
 			return *cr, nil
 		}
 	}
-	return c.miss(ctx, k, p)
+	return c.miss(ctx, k, p, t)
 }
 
 // miss compiles the session policy and finds or mints its session, once
 // for concurrent callers with the same key.
-func (c *Cache) miss(ctx context.Context, k Key, p *policyinput.Principal) (Credentials, error) {
+func (c *Cache) miss(ctx context.Context, k Key, p *policyinput.Principal, t *policyinput.Table) (Credentials, error) {
 	gen := c.gen.Load()
-	fk := string(k.Token[:]) + needsString(k.Needs[:])
+	fk := string(k.Token[:]) + "\x00" + k.TablePath + "\x00" + k.TableLocation + needsString(k.Needs[:])
 	v, err, _ := c.flight.Do(fk, func() (any, error) {
 		needs := usedNeeds(k.Needs[:])
-		doc, err := c.opts.Policies.SessionPolicy(ctx, p, needs)
+		doc, err := c.opts.Policies.SessionPolicy(ctx, p, t, needs)
 		if err != nil {
 			return nil, fmt.Errorf("%w: compiling the session policy for principal %q: %w", ErrUnavailable, p.ID, err)
 		}

@@ -89,12 +89,12 @@ func TestCacheHitMintsOnce(t *testing.T) {
 	c, m, _ := newTestCache(t, CacheOptions{})
 	ctx := context.Background()
 	k := keyWith(1, read("lake"))
-	first, err := c.Get(ctx, k, alice)
+	first, err := c.Get(ctx, k, alice, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 100; i++ {
-		again, err := c.Get(ctx, k, alice)
+		again, err := c.Get(ctx, k, alice, nil)
 		if err != nil || again.AccessKeyID != first.AccessKeyID {
 			t.Fatalf("hit %d: %v %v", i, again, err)
 		}
@@ -107,14 +107,14 @@ func TestCacheHitMintsOnce(t *testing.T) {
 	}
 	// Another token of the same principal with the same scope shares the
 	// session; another need, or another principal, does not.
-	if c2, _ := c.Get(ctx, keyWith(2, read("lake")), alice); c2.AccessKeyID != first.AccessKeyID {
+	if c2, _ := c.Get(ctx, keyWith(2, read("lake")), alice, nil); c2.AccessKeyID != first.AccessKeyID {
 		t.Fatalf("second token of alice got %s, want the shared %s", c2.AccessKeyID, first.AccessKeyID)
 	}
-	if c3, _ := c.Get(ctx, keyWith(1, write("lake")), alice); c3.AccessKeyID == first.AccessKeyID {
+	if c3, _ := c.Get(ctx, keyWith(1, write("lake")), alice, nil); c3.AccessKeyID == first.AccessKeyID {
 		t.Fatal("a write got the read session")
 	}
 	bob := &policyinput.Principal{ID: "bob", Issuer: "https://idp", Groups: []string{"writers"}}
-	if c4, _ := c.Get(ctx, keyWith(3, read("lake")), bob); c4.AccessKeyID == first.AccessKeyID || c4.SourceIdentity != "bob" {
+	if c4, _ := c.Get(ctx, keyWith(3, read("lake")), bob, nil); c4.AccessKeyID == first.AccessKeyID || c4.SourceIdentity != "bob" {
 		t.Fatalf("bob got %v", c4)
 	}
 	if m.n.Load() != 3 {
@@ -132,7 +132,7 @@ func TestCacheConcurrentMissMintsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cr, err := c.Get(context.Background(), keyWith(1, read("lake")), alice)
+			cr, err := c.Get(context.Background(), keyWith(1, read("lake")), alice, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -157,7 +157,7 @@ func TestCacheRenewsInBackground(t *testing.T) {
 	c, m, clk := newTestCache(t, CacheOptions{Duration: time.Hour, RenewBefore: 15 * time.Minute})
 	ctx := context.Background()
 	k := keyWith(1, read("lake"))
-	first, _ := c.Get(ctx, k, alice)
+	first, _ := c.Get(ctx, k, alice, nil)
 
 	clk.add(40 * time.Minute) // 20 minutes left: not yet due
 	c.RenewDue(ctx)
@@ -165,11 +165,11 @@ func TestCacheRenewsInBackground(t *testing.T) {
 		t.Fatal("renewed a session that is not due")
 	}
 	clk.add(10 * time.Minute) // 10 minutes left: due, still signable
-	if cr, _ := c.Get(ctx, k, alice); cr.AccessKeyID != first.AccessKeyID || m.n.Load() != 1 {
+	if cr, _ := c.Get(ctx, k, alice, nil); cr.AccessKeyID != first.AccessKeyID || m.n.Load() != 1 {
 		t.Fatalf("a due session must still be used, not minted on the request path (%s, %d mints)", cr.AccessKeyID, m.n.Load())
 	}
 	c.RenewDue(ctx)
-	renewed, _ := c.Get(ctx, k, alice)
+	renewed, _ := c.Get(ctx, k, alice, nil)
 	if renewed.AccessKeyID == first.AccessKeyID || m.n.Load() != 2 {
 		t.Fatalf("after renewal got %s (%d mints)", renewed.AccessKeyID, m.n.Load())
 	}
@@ -178,16 +178,16 @@ func TestCacheRenewsInBackground(t *testing.T) {
 	clk.add(50 * time.Minute)
 	m.fail.Store(true)
 	c.RenewDue(ctx)
-	if cr, err := c.Get(ctx, k, alice); err != nil || cr.AccessKeyID != renewed.AccessKeyID {
+	if cr, err := c.Get(ctx, k, alice, nil); err != nil || cr.AccessKeyID != renewed.AccessKeyID {
 		t.Fatalf("after a failed renewal: %v %v", cr, err)
 	}
 	// ...and past MinRemaining the request path mints, and fails closed.
 	clk.add(6 * time.Minute)
-	if _, err := c.Get(ctx, k, alice); !errors.Is(err, ErrUnavailable) {
+	if _, err := c.Get(ctx, k, alice, nil); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("expired session with STS down: %v, want ErrUnavailable", err)
 	}
 	m.fail.Store(false)
-	if cr, err := c.Get(ctx, k, alice); err != nil || cr.AccessKeyID == renewed.AccessKeyID {
+	if cr, err := c.Get(ctx, k, alice, nil); err != nil || cr.AccessKeyID == renewed.AccessKeyID {
 		t.Fatalf("STS back: %v %v", cr, err)
 	}
 }
@@ -197,9 +197,9 @@ func TestCacheStartRenewsWhenNudged(t *testing.T) {
 	c.Start(time.Hour) // the ticker never fires in this test: only the nudge
 	ctx := context.Background()
 	k := keyWith(1, read("lake"))
-	c.Get(ctx, k, alice)
+	c.Get(ctx, k, alice, nil)
 	clk.add(50 * time.Minute)
-	c.Get(ctx, k, alice) // due: nudges the renewer
+	c.Get(ctx, k, alice, nil) // due: nudges the renewer
 	deadline := time.Now().Add(5 * time.Second)
 	for m.n.Load() < 2 {
 		if time.Now().After(deadline) {
@@ -212,7 +212,7 @@ func TestCacheStartRenewsWhenNudged(t *testing.T) {
 func TestCacheDropsUnused(t *testing.T) {
 	c, m, clk := newTestCache(t, CacheOptions{Duration: time.Hour, RenewBefore: 15 * time.Minute})
 	ctx := context.Background()
-	c.Get(ctx, keyWith(1, read("lake")), alice)
+	c.Get(ctx, keyWith(1, read("lake")), alice, nil)
 	c.RenewDue(ctx)
 	clk.add(50 * time.Minute)
 	c.RenewDue(ctx) // used only at mint time: renewed, it was used in its lifetime
@@ -230,12 +230,12 @@ func TestCachePurge(t *testing.T) {
 	c, m, _ := newTestCache(t, CacheOptions{})
 	ctx := context.Background()
 	k := keyWith(1, read("lake"))
-	first, _ := c.Get(ctx, k, alice)
+	first, _ := c.Get(ctx, k, alice, nil)
 	c.Purge()
 	if c.Len() != 0 {
 		t.Fatal("purge kept sessions")
 	}
-	if again, _ := c.Get(ctx, k, alice); again.AccessKeyID == first.AccessKeyID || m.n.Load() != 2 {
+	if again, _ := c.Get(ctx, k, alice, nil); again.AccessKeyID == first.AccessKeyID || m.n.Load() != 2 {
 		t.Fatalf("after purge got %s (%d mints)", again.AccessKeyID, m.n.Load())
 	}
 
@@ -244,7 +244,7 @@ func TestCachePurge(t *testing.T) {
 	slow := &countingMinter{now: clk.now, block: make(chan struct{})}
 	c2, _, _ := newTestCache(t, CacheOptions{Minter: slow})
 	done := make(chan struct{})
-	go func() { c2.Get(ctx, k, alice); close(done) }()
+	go func() { c2.Get(ctx, k, alice, nil); close(done) }()
 	time.Sleep(20 * time.Millisecond)
 	c2.Purge()
 	close(slow.block)
@@ -258,7 +258,7 @@ func TestCacheBounded(t *testing.T) {
 	c, _, _ := newTestCache(t, CacheOptions{Size: 8})
 	for i := 0; i < 50; i++ {
 		p := &policyinput.Principal{ID: fmt.Sprint("p", i)}
-		if _, err := c.Get(context.Background(), keyWith(byte(i), read("lake")), p); err != nil {
+		if _, err := c.Get(context.Background(), keyWith(byte(i), read("lake")), p, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -269,18 +269,18 @@ func TestCacheBounded(t *testing.T) {
 
 type failingPolicies struct{}
 
-func (failingPolicies) SessionPolicy(context.Context, *policyinput.Principal, []Need) (string, error) {
+func (failingPolicies) SessionPolicy(context.Context, *policyinput.Principal, *policyinput.Table, []Need) (string, error) {
 	return "", errors.New("scope: the policy is not loaded")
 }
 
 func TestCacheFailsClosed(t *testing.T) {
 	c, m, _ := newTestCache(t, CacheOptions{})
 	m.fail.Store(true)
-	if _, err := c.Get(context.Background(), keyWith(1, read("lake")), alice); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "InternalFailure") {
+	if _, err := c.Get(context.Background(), keyWith(1, read("lake")), alice, nil); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "InternalFailure") {
 		t.Fatalf("STS down: %v", err)
 	}
 	c2, m2, _ := newTestCache(t, CacheOptions{Policies: failingPolicies{}})
-	if _, err := c2.Get(context.Background(), keyWith(1, read("lake")), alice); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "not loaded") || m2.n.Load() != 0 {
+	if _, err := c2.Get(context.Background(), keyWith(1, read("lake")), alice, nil); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "not loaded") || m2.n.Load() != 0 {
 		t.Fatalf("no session policy: %v (%d mints)", err, m2.n.Load())
 	}
 }
@@ -288,7 +288,7 @@ func TestCacheFailsClosed(t *testing.T) {
 func TestCacheHitAllocatesNothing(t *testing.T) {
 	c, _, _ := newTestCache(t, CacheOptions{})
 	k := keyWith(1, read("lake"), write("lake"))
-	if _, err := c.Get(context.Background(), k, alice); err != nil {
+	if _, err := c.Get(context.Background(), k, alice, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -297,7 +297,7 @@ func TestCacheHitAllocatesNothing(t *testing.T) {
 		kk.Token[0] = 1
 		kk.Add(read("lake"))
 		kk.Add(write("lake"))
-		if _, err := c.Get(ctx, kk, alice); err != nil {
+		if _, err := c.Get(ctx, kk, alice, nil); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -327,11 +327,11 @@ func BenchmarkCacheHit(b *testing.B) {
 		b.Fatal(err)
 	}
 	k := keyWith(1, read("lake"))
-	c.Get(context.Background(), k, alice)
+	c.Get(context.Background(), k, alice, nil)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			c.Get(context.Background(), k, alice)
+			c.Get(context.Background(), k, alice, nil)
 		}
 	})
 }

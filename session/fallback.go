@@ -58,6 +58,6 @@ func dedup(ss []string) []string {
 type BucketWidePolicies struct{}
 
 // SessionPolicy implements Policies.
-func (BucketWidePolicies) SessionPolicy(_ context.Context, _ *policyinput.Principal, needs []Need) (string, error) {
+func (BucketWidePolicies) SessionPolicy(_ context.Context, _ *policyinput.Principal, _ *policyinput.Table, needs []Need) (string, error) {
 	return BucketWide(needs), nil
 }

@@ -15,7 +15,7 @@ import (
 // (implemented by *session.Cache; docs/design.md, "Per-principal
 // sessions"). Errors mean nothing may be signed.
 type Sessions interface {
-	Get(ctx context.Context, k session.Key, p *policyinput.Principal) (session.Credentials, error)
+	Get(ctx context.Context, k session.Key, p *policyinput.Principal, t *policyinput.Table) (session.Credentials, error)
 }
 
 // Caller is whom a request is signed for: the authenticated principal and
@@ -24,6 +24,10 @@ type Sessions interface {
 type Caller struct {
 	TokenHash [32]byte
 	Principal *policyinput.Principal
+	// Table is the per-table route's table (nil on the legacy route) and
+	// TablePath its raw path, which keys the session with it.
+	Table     *policyinput.Table
+	TablePath string
 }
 
 // credentials are the credentials to sign r for c with: the caller's
@@ -37,6 +41,9 @@ func (s *Signer) credentials(ctx context.Context, r *s3req.Request, c *Caller) (
 		return aws.Credentials{}, sessionNames{}, fmt.Errorf("per-principal sessions are on, and the request has no authenticated caller to sign for")
 	}
 	k := session.Key{Token: c.TokenHash}
+	if c.Table != nil {
+		k.TablePath, k.TableLocation = c.TablePath, c.Table.Location
+	}
 	if k.Token == ([32]byte{}) {
 		k.Token = session.PrincipalKey(c.Principal)
 	}
@@ -46,7 +53,7 @@ func (s *Signer) credentials(ctx context.Context, r *s3req.Request, c *Caller) (
 			return aws.Credentials{}, sessionNames{}, fmt.Errorf("the request needs more than %d distinct (action, bucket) pairs, which no per-principal session covers", session.MaxNeeds)
 		}
 	}
-	sc, err := s.sessions.Get(ctx, k, c.Principal)
+	sc, err := s.sessions.Get(ctx, k, c.Principal, c.Table)
 	if err != nil {
 		return aws.Credentials{}, sessionNames{}, err
 	}

@@ -81,3 +81,17 @@ func goBuild(moduleDir, out, pkg string, flags ...string) error {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
 }
+
+// WithCountersignTags returns a copy of s whose countersign is built from
+// the repository with the given build tags (into a test temporary
+// directory), for a test that needs a test-only hook compiled in (see
+// server/testhook_on.go); every other server binary is s's.
+func (s *Servers) WithCountersignTags(t testing.TB, tags string) *Servers {
+	t.Helper()
+	c := *s
+	c.CountersignBin = filepath.Join(t.TempDir(), "countersign-"+strings.ReplaceAll(tags, ",", "-"))
+	if err := goBuild("..", c.CountersignBin, "./cmd/countersign", "-tags", tags); err != nil {
+		t.Fatalf("building countersign with tags %s: %v", tags, err)
+	}
+	return &c
+}
