@@ -7,7 +7,7 @@ import (
 	"github.com/countersign/countersign/testsupport"
 )
 
-// servers starts this module's countersign and versitygw processes;
+// servers starts this module's countersign, versitygw and SeaweedFS processes;
 // TestMain builds the binaries once per test run.
 var servers = &testsupport.Servers{AccessKey: testAccessKey, SecretKey: testSecretKey, Region: testRegion}
 
@@ -19,5 +19,6 @@ func TestMain(m *testing.M) {
 		Name:        "conformance",
 		FlagsEnv:    "COUNTERSIGN_CONFORMANCE_BUILDFLAGS",
 		PrebuiltEnv: "COUNTERSIGN_BIN",
+		SeaweedFS:   true,
 	}))
 }

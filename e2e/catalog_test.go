@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,16 +100,8 @@ func (r *relay) url() string { return "http://" + r.ln.Addr().String() }
 // auth.hs256_secret and checks issuer, audience and expiry.
 func seaweedToken(t testing.TB, sub, accessKey string, groups ...string) string {
 	t.Helper()
-	enc := base64.RawURLEncoding
-	claims, _ := json.Marshal(map[string]any{
-		"iss": catalogIssuer, "aud": "countersign", "sub": sub, "groups": groups,
-		"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(),
-		"access_key": accessKey, "identity_name": "root",
-	})
-	signing := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString(claims)
-	mac := hmac.New(sha256.New, testsupport.SeaweedIcebergSigningKey(testAccessKey, testSecretKey))
-	mac.Write([]byte(signing))
-	return signing + "." + enc.EncodeToString(mac.Sum(nil))
+	return testsupport.SeaweedIcebergToken(testAccessKey, testSecretKey, accessKey,
+		map[string]any{"iss": catalogIssuer, "aud": "countersign", "sub": sub, "groups": groups})
 }
 
 const catalogIssuer = "https://catalog-idp.test"

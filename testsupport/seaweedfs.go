@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -257,4 +258,24 @@ func (w *S3Server) CreateTableBucket(t testing.TB, name string) {
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
 		t.Fatalf("CreateTableBucket %s: %s %s", name, resp.Status, b)
 	}
+}
+
+// SeaweedIcebergToken is an HS256 bearer token that SeaweedFS's Iceberg
+// catalog accepts for accessKey (signed with SeaweedIcebergSigningKey of
+// accessKey and secretKey, naming accessKey in its access_key claim),
+// with claims added (iss, aud, sub, groups, ...; exp defaults to an hour).
+// Given the same key as auth.hs256_secret, countersign accepts it too: one
+// token for both, as an identity provider's would be in a deployment.
+func SeaweedIcebergToken(accessKey, secretKey, tokenAccessKey string, claims map[string]any) string {
+	c := map[string]any{"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "identity_name": "root"}
+	for k, v := range claims {
+		c[k] = v
+	}
+	c["access_key"] = tokenAccessKey
+	enc := base64.RawURLEncoding
+	body, _ := json.Marshal(c)
+	signing := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString(body)
+	mac := hmac.New(sha256.New, SeaweedIcebergSigningKey(accessKey, secretKey))
+	mac.Write([]byte(signing))
+	return signing + "." + enc.EncodeToString(mac.Sum(nil))
 }
