@@ -49,6 +49,10 @@ type Metrics struct {
 	PolicyReloads *prometheus.CounterVec
 	// PolicyRevision is 1 for the revision currently deciding.
 	PolicyRevision *prometheus.GaugeVec
+	// ScopeFallbacks counts scopes compiled bucket-wide because the
+	// policy's residual is not a set of key prefixes (policy.Scope.Exact
+	// false), by access class ("" for all classes).
+	ScopeFallbacks *prometheus.CounterVec
 }
 
 // New registers every metric on a fresh registry, with the Go and process
@@ -108,11 +112,14 @@ func New() *Metrics {
 		PolicyRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "countersign_policy_revision", Help: "1 for the policy revision currently deciding.",
 		}, []string{"revision"}),
+		ScopeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_scope_fallbacks_total", Help: "Session-policy scopes granted bucket-wide because the policy is not expressible as key prefixes, by access class.",
+		}, []string{"access"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.Requests, m.Decisions, m.AuthFailures, m.ConnectionsShed, m.RefusalsSuppressed, m.StageSeconds, m.PolicyReloads, m.PolicyRevision,
+		m.Requests, m.Decisions, m.AuthFailures, m.ConnectionsShed, m.RefusalsSuppressed, m.StageSeconds, m.PolicyReloads, m.PolicyRevision, m.ScopeFallbacks,
 		m.CacheLookups, m.AuditUploaded, m.AuditUploadFailures,
 		m.AuditBatches, m.AuditRecords, m.AuditDecisions, m.AuditBatchRecords, m.AuditSyncSeconds,
 	)
@@ -167,6 +174,14 @@ func (m *Metrics) SetPolicyRevision(rev string) {
 	}
 	m.PolicyRevision.Reset()
 	m.PolicyRevision.WithLabelValues(rev).Set(1)
+}
+
+// ScopeFallback records a scope granted bucket-wide
+// (policy.ManagerOptions.OnScopeFallback).
+func (m *Metrics) ScopeFallback(access string) {
+	if m != nil {
+		m.ScopeFallbacks.WithLabelValues(access).Inc()
+	}
 }
 
 // PolicyReloaded records a reload attempt.

@@ -53,3 +53,21 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.PolicyReloaded(nil)
 	m.WatchAudit(nil)
 }
+
+func TestScopeFallbacks(t *testing.T) {
+	m := New()
+	m.ScopeFallback("read")
+	m.ScopeFallback("read")
+	m.ScopeFallback("")
+	want := `
+# HELP countersign_scope_fallbacks_total Session-policy scopes granted bucket-wide because the policy is not expressible as key prefixes, by access class.
+# TYPE countersign_scope_fallbacks_total counter
+countersign_scope_fallbacks_total{access=""} 1
+countersign_scope_fallbacks_total{access="read"} 2
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "countersign_scope_fallbacks_total"); err != nil {
+		t.Fatal(err)
+	}
+	var nilM *Metrics
+	nilM.ScopeFallback("read")
+}

@@ -51,6 +51,7 @@ type Engine struct {
 	fast     *fastpath.Cache // nil: every decision is a full evaluation
 	noFast   string          // why fast is nil
 	docs     map[string]any  // the policy's data, read-only (TableLocation)
+	scope    *scopeCompiler  // the scope compiler's partial queries (scope.go)
 }
 
 // Load compiles the policy and prepares the decision query. A policy that
@@ -171,7 +172,7 @@ func newEngine(ctx context.Context, where string, mods []module, docs map[string
 	if revision == "" {
 		revision = content
 	}
-	e := &Engine{query: pq, revision: revision, content: content, docs: docs}
+	e := &Engine{query: pq, revision: revision, content: content, docs: docs, scope: &scopeCompiler{mods: parsed, store: store}}
 	e.fast, e.noFast = newFastPath(parsed, docs, store, eo)
 	return e, nil
 }

@@ -67,6 +67,10 @@ type ManagerOptions struct {
 	// false when the residual was evaluated. Keep it to a counter
 	// increment too.
 	OnRemembered func(hit bool)
+	// OnScopeFallback, if set, is called when Scope compiled a scope that
+	// is not exact (an access class granted bucket-wide, see Scope.Exact),
+	// with the query's access class ("" for all).
+	OnScopeFallback func(access string)
 }
 
 // Status describes the Manager's current policy and its last failure, for
@@ -447,4 +451,26 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Scope compiles what q.Principal may reach with the policy in force (see
+// Engine.Scope). A scope that is not exact (a class granted bucket-wide)
+// is logged and reported to ManagerOptions.OnScopeFallback.
+func (m *Manager) Scope(ctx context.Context, q ScopeQuery) (Scope, error) {
+	e := m.engine.Load()
+	if e == nil {
+		return Scope{}, ErrNoPolicy
+	}
+	s, err := e.Scope(ctx, q)
+	if err != nil {
+		return s, err
+	}
+	if !s.Exact {
+		m.log.Warn("policy scope not expressible as key prefixes: granted bucket-wide, every request still decided per object",
+			"principal", q.Principal.ID, "access", q.Access, "bucket", q.Bucket, "prefix", q.Prefix, "why", s.Why, "revision", s.Revision)
+		if m.opts.OnScopeFallback != nil {
+			m.opts.OnScopeFallback(q.Access)
+		}
+	}
+	return s, nil
 }

@@ -1,6 +1,7 @@
 package s3req
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -280,5 +281,44 @@ func TestUnknownShapes(t *testing.T) {
 	// route; on an S3 endpoint its path is no bucket at all.
 	if r, err := c.Classify(req("POST", "http://localhost:7070/WriteGetObjectResponse", nil)); err == nil && r.Operation != OperationUnknown {
 		t.Errorf("WriteGetObjectResponse: %s, want Unknown or a refusal", r.Operation)
+	}
+}
+
+// TestActionsOfCoverEveryOperation: ActionsOf(class) is exactly the set of
+// IAM actions the operation table gives the operations of that class, so a
+// session policy compiled from it covers every request of the class, and
+// nothing else; admin has none.
+func TestActionsOfCoverEveryOperation(t *testing.T) {
+	seen := map[Access]map[string]bool{}
+	for _, tc := range s3Operations {
+		if seen[tc.access] == nil {
+			seen[tc.access] = map[string]bool{}
+		}
+		seen[tc.access][tc.action] = true
+		if tc.headers.Has("x-amz-copy-source") {
+			seen[AccessRead]["s3:GetObject"] = true
+		}
+	}
+	for _, a := range DataAccess {
+		got := ActionsOf(a)
+		if len(got) == 0 {
+			t.Fatalf("%s: no actions", a)
+		}
+		for _, act := range got {
+			if !seen[a][act] {
+				t.Errorf("%s: ActionsOf lists %s, which no operation of the class is", a, act)
+			}
+			if BucketAction(act) != (a == AccessList) {
+				t.Errorf("%s: BucketAction(%s) = %v", a, act, BucketAction(act))
+			}
+		}
+		for act := range seen[a] {
+			if !slices.Contains(got, act) {
+				t.Errorf("%s: operation action %s missing from ActionsOf", a, act)
+			}
+		}
+	}
+	if got := ActionsOf(AccessAdmin); got != nil {
+		t.Errorf("ActionsOf(admin) = %v, want nil", got)
 	}
 }

@@ -122,10 +122,11 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 			m.SetPolicyRevision(rev)
 			lifecycle(audit.EventPolicyRevision, map[string]string{"revision": rev})
 		},
-		OnReloadError: m.PolicyReloaded,
-		FastPath:      cfg.Policy.FastPath,
-		OnCache:       m.PolicyCache,
-		OnRemembered:  m.DecisionCache,
+		OnReloadError:   m.PolicyReloaded,
+		FastPath:        cfg.Policy.FastPath,
+		OnCache:         m.PolicyCache,
+		OnRemembered:    m.DecisionCache,
+		OnScopeFallback: m.ScopeFallback,
 	}
 	if dev && !cfg.Policy.Configured() {
 		mo.FS, mo.FSPaths = policies.Dev()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sessionpolicy_test
+
+const raceEnabled = false
