@@ -108,10 +108,10 @@ func (b *indexBuilder) add(line []byte, off int64, seq uint64, unixNano int64) {
 		c.buckets, c.manyBuckets = addToSet(c.buckets, c.manyBuckets, bk)
 		if len(k) > 0 {
 			if !c.hasKeys || bytes.Compare(k, c.minKey) < 0 {
-				c.minKey = append(c.minKey[:0:0], k...)
+				c.minKey = append(c.minKey[:0], k...)
 			}
 			if !c.hasKeys || bytes.Compare(k, c.maxKey) > 0 {
-				c.maxKey = append(c.maxKey[:0:0], k...)
+				c.maxKey = append(c.maxKey[:0], k...)
 			}
 			c.hasKeys = true
 			b.keys = append(b.keys, xxhash.Sum64(k))
@@ -184,56 +184,71 @@ func bloomHas(f []uint64, h uint64) bool {
 // indexFields finds an access record's principal id, bucket and key (the
 // string bodies as encoded) by the encoder's fixed field order; p is nil
 // without a principal. ok is false for lifecycle records and lines not in
-// the encoder's layout (they are then not indexed, so a block holding one
-// must never be skipped: see the caller). A quote inside a JSON string is
-// always escaped, so `,"bucket":"` cannot occur inside a value.
+// the encoder's layout (they are then not indexed). A quote inside a JSON
+// string is always escaped, so a field name with its quotes (`key":"`)
+// cannot occur inside a value; searches start at a letter that is rare
+// on the line, which keeps this about as cheap as the encoder.
 func indexFields(line []byte) (p, bucket, key []byte, ok bool) {
-	i := bytes.Index(line, []byte(`","kind":"access","source_ip":"`))
-	if i < 0 || i > 200 {
+	i := bytes.Index(line[:min(len(line), 240)], []byte(`kind":"access","source_ip":"`))
+	if i < 2 || line[i-1] != '"' {
 		return nil, nil, nil, false
 	}
-	rest := line[i:]
-	if j := bytes.Index(rest, []byte(`,"principal":{"issuer":"`)); j >= 0 {
-		r := rest[j+len(`,"principal":{"issuer":"`):]
-		e := stringEnd(r)
-		if e < 0 || !bytes.HasPrefix(r[e:], []byte(`","id":"`)) {
+	r := line[i+len(`kind":"access","source_ip":"`):]
+	e := stringEnd(r) // source_ip
+	if e < 0 || !bytes.HasPrefix(r[e:], []byte(`","request_id":"`)) {
+		return nil, nil, nil, false
+	}
+	r = r[e+len(`","request_id":"`):]
+	if e = stringEnd(r); e < 0 {
+		return nil, nil, nil, false
+	}
+	r = r[e+1:]
+	if rest, found := bytes.CutPrefix(r, []byte(`,"principal":{"issuer":"`)); found {
+		e = stringEnd(rest)
+		if e < 0 || !bytes.HasPrefix(rest[e:], []byte(`","id":"`)) {
 			return nil, nil, nil, false
 		}
-		r = r[e+len(`","id":"`):]
-		e = stringEnd(r)
-		if e < 0 {
+		rest = rest[e+len(`","id":"`):]
+		if e = stringEnd(rest); e < 0 {
 			return nil, nil, nil, false
 		}
-		p, rest = r[:e], r[e:]
+		p, r = rest[:e], rest[e:]
 	}
-	j := bytes.Index(rest, []byte(`,"bucket":"`))
-	if j < 0 {
+	k := bytes.Index(r, []byte(`key":"`))
+	if k < 3 || string(r[k-3:k]) != `","` {
 		return nil, nil, nil, false
 	}
-	r := rest[j+len(`,"bucket":"`):]
-	e := stringEnd(r)
-	if e < 0 || !bytes.HasPrefix(r[e:], []byte(`","key":"`)) {
+	b := bytes.LastIndex(r[:k-3], []byte(`,"bucket":"`))
+	if b < 0 {
 		return nil, nil, nil, false
 	}
-	bucket, r = r[:e], r[e+len(`","key":"`):]
-	e = stringEnd(r)
-	if e < 0 {
+	bucket = r[b+len(`,"bucket":"`) : k-3]
+	r = r[k+len(`key":"`):]
+	if e = stringEnd(r); e < 0 {
 		return nil, nil, nil, false
 	}
 	return p, bucket, r[:e], true
 }
 
-// stringEnd returns the index of the quote that ends a JSON string body.
+// stringEnd returns the index of the quote that ends a JSON string body:
+// the first quote not escaped (preceded by an even number of
+// backslashes).
 func stringEnd(b []byte) int {
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
 		}
+		q := i + j
+		n := 0
+		for k := q - 1; k >= 0 && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
 	}
-	return -1
 }
 
 // finish closes the last block and returns the index's bytes.

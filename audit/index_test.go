@@ -206,3 +206,23 @@ func TestIndexFieldsMatchDecoder(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIndexAdd is the writer's cost of indexing one record.
+func BenchmarkIndexAdd(b *testing.B) {
+	var lines [][]byte
+	for i := 0; i < 4096; i++ {
+		r := accessRecord(i)
+		r.Version, r.Seq, r.Time, r.Node = 1, uint64(i), time.Unix(int64(i), 0), "node-a"
+		r.ID = string(appendID(nil, &[8]byte{}, r.Seq))
+		lines = append(lines, AppendRecord(nil, r))
+	}
+	ib := newIndexBuilder(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var off int64
+	for i := 0; i < b.N; i++ {
+		line := lines[i%len(lines)]
+		ib.add(line, off, uint64(i), int64(i))
+		off += int64(len(line)) + 1
+	}
+}
