@@ -285,6 +285,50 @@ catalog:
 		t.Fatalf("the front changed the catalog's answer beyond signing and credentials:\ncatalog %v\nfront   %v", fromCatalog, viaFront)
 	}
 
+	// Iceberg main's signer, given what its REST client gives a table's
+	// FileIO from this answer (the catalog uri: countersign's front; the
+	// table's sign route; the remote-signing-config), signs a read of the
+	// table's metadata that SeaweedFS serves.
+	var last map[string]any
+	json.Unmarshal(seen[len(seen)-1], &last)
+	props := map[string]string{remotesigning.PropURI: cs.url, remotesigning.PropToken: token,
+		remotesigning.PropRemoteSigningEndpoint: "v1/lake/namespaces/analytics/tables/events/sign"}
+	for k, v := range last["config"].(map[string]any) {
+		props[k] = v.(string)
+	}
+	rsc, _ := json.Marshal(last["remote-signing-config"])
+	props[remotesigning.PropRemoteSigningConfig] = string(rsc)
+	mainCfg, err := remotesigning.FromPropertiesMain(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainCfg.Region = testRegion
+	mainSigner, err := remotesigning.New(mainCfg)
+	if err != nil || mainSigner.Endpoint() != cs.url+"/v1/lake/namespaces/analytics/tables/events/sign" {
+		t.Fatalf("main's signer endpoint %q %v", mainSigner.Endpoint(), err)
+	}
+	ml, _ := url.Parse(last["metadata-location"].(string))
+	res, err := mainSigner.Sign(ctx, remotesigning.Request{Region: testRegion, Method: "GET", Provider: "s3",
+		URI: fmt.Sprintf("http://127.0.0.1:%d/%s%s", weed.Port, ml.Host, ml.Path), Headers: map[string][]string{}})
+	if err != nil {
+		t.Fatalf("main's signer through the front: %v", err)
+	}
+	mreq, _ := http.NewRequest("GET", res.URI, nil)
+	for k, vs := range res.Headers {
+		for _, v := range vs {
+			mreq.Header.Add(k, v)
+		}
+	}
+	mresp, err := srv.httpClient().Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbody, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if mresp.StatusCode != 200 || !bytes.Contains(mbody, []byte(`"format-version"`)) {
+		t.Fatalf("SeaweedFS refused main's signature through the front: %d %s", mresp.StatusCode, mbody)
+	}
+
 	// Every data-path request is in countersign's audit log, decided on
 	// the table's route with the catalog's location.
 	cs.stop()

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -585,5 +586,102 @@ func TestJavaClientRetries(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "Not authorized") {
 		t.Fatalf("401 not worded as Iceberg does: %v", err)
+	}
+}
+
+// signRequests records the HTTP requests a signer client sends to its
+// signer: path and headers.
+type signRequests struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func (s *signRequests) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r.Clone(r.Context()))
+	s.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestJavaMainSignerShapes: the request shapes of Iceberg main's signer
+// (after 1.11, read from its source: S3V4RestSignerClient, RESTSessionCatalog,
+// RemoteSignRequestParser, RemoteSigningConfigParser), against a
+// standalone countersign. The REST catalog client gives each table's
+// FileIO its sign route (rest.remote-signing.endpoint, the catalog uri
+// plus ResourcePaths.remoteSign) and the loadTable answer's
+// remote-signing-config (rest.remote-signing.config); s3.signer.* is no
+// longer read, so the one here must be ignored.
+func TestJavaMainSignerShapes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	srv := startS3(t)
+	srv.CreateBucket(t, "lake")
+	config, ad := baseConfigWithAudit(t, srv.Port, "")
+	cs := startCountersign(t, config, secretEnv()...)
+	rec := &remotesigning.Recorder{}
+	sent := &signRequests{}
+	cfg, err := remotesigning.FromPropertiesMain(map[string]string{
+		remotesigning.PropRemoteSigningEnabled:  "true",
+		remotesigning.PropURI:                   cs.url, // the catalog uri: here countersign itself (standalone)
+		remotesigning.PropToken:                 defaultToken(),
+		"header.X-Iceberg-Access-Delegation":    "remote-signing",
+		remotesigning.PropS3SignerURI:           "http://127.0.0.1:1", // removed in main: ignored
+		remotesigning.PropRemoteSigningEndpoint: "v1/prod/namespaces/db%1Fsub/tables/events/sign",
+		remotesigning.PropRemoteSigningConfig:   `{"headers":{"X-Sign-Tenant":["a","b"]},"properties":{"table-uuid":"9c12d441"}}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Region, cfg.Cache, cfg.OnExchange = testRegion, remotesigning.NewCache(), rec.Record
+	cfg.HTTPClient = &http.Client{Transport: sent, Timeout: 30 * time.Second}
+	signer, err := remotesigning.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parquetWorkload(t, ctx, javaClient(srv, signer, true), srv, "lake", "wh/java/main/")
+	exs := rec.Exchanges()
+	requireJavaShapedRequests(t, exs)
+	requireCleanExchanges(t, exs)
+	// Body: the remote signing config's properties, provider s3.
+	for _, ex := range exs {
+		if ex.Request.Properties["table-uuid"] != "9c12d441" || len(ex.Request.Properties) != 1 || ex.Request.Provider != "s3" {
+			t.Fatalf("%s %s: properties %v provider %q", ex.Request.Method, ex.Request.URI, ex.Request.Properties, ex.Request.Provider)
+		}
+	}
+	// Route and headers.
+	sent.mu.Lock()
+	defer sent.mu.Unlock()
+	if len(sent.reqs) == 0 {
+		t.Fatal("no sign request sent")
+	}
+	for _, r := range sent.reqs {
+		if r.Method != "POST" || r.URL.Host != strings.TrimPrefix(cs.url, "http://") || r.URL.EscapedPath() != "/v1/prod/namespaces/db%1Fsub/tables/events/sign" {
+			t.Fatalf("sign request to %s %s, want the table's route on the catalog uri", r.Method, r.URL)
+		}
+		if r.Header.Get("Authorization") != "Bearer "+defaultToken() || r.Header.Get("X-Sign-Tenant") != "a, b" ||
+			r.Header.Get("X-Iceberg-Access-Delegation") != "remote-signing" || r.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("sign request headers %v", r.Header)
+		}
+	}
+	// countersign decided each on the table's route, the namespace split
+	// at %1F.
+	cs.stop()
+	out, err := exec.Command(servers.CountersignBin, "audit", "query", "-dir", ad.Dir, "-format", "jsonl").Output()
+	if err != nil {
+		t.Fatalf("audit query: %v", err)
+	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(line, `"kind":"access"`) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) < len(sent.reqs) {
+		t.Fatalf("%d access records for %d sign requests", len(lines), len(sent.reqs))
+	}
+	for _, line := range lines {
+		if !strings.Contains(line, `"table":{"prefix":"prod","namespace":["db","sub"],"name":"events"}`) {
+			t.Fatalf("not decided on the table's route: %s", line)
+		}
 	}
 }

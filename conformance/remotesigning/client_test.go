@@ -196,3 +196,28 @@ func TestRetryInterval(t *testing.T) {
 		t.Fatalf("Retry-After 0 falls back to backoff, got %v", d)
 	}
 }
+
+func TestFromPropertiesMain(t *testing.T) {
+	cfg, err := FromPropertiesMain(map[string]string{
+		"uri": "http://catalog", "token": "tok", "header.X-Tenant": "a",
+		"s3.signer.uri": "http://removed", "s3.signer.endpoint": "v1/aws/s3/sign",
+		PropRemoteSigningEndpoint: "v1/p/namespaces/db/tables/t/sign",
+		PropRemoteSigningConfig:   `{"properties":{"k":"v"},"headers":{"X-Sign":["1","2"]}}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := New(cfg)
+	if c.Endpoint() != "http://catalog/v1/p/namespaces/db/tables/t/sign" || cfg.Token() != "tok" ||
+		cfg.Headers["X-Tenant"] != "a" || cfg.Headers["X-Sign"] != "1, 2" || cfg.Properties["k"] != "v" {
+		t.Fatalf("%+v %s", cfg, c.Endpoint())
+	}
+	// The deprecated signer.* still win; without an endpoint there is no default.
+	cfg, _ = FromPropertiesMain(map[string]string{"uri": "http://catalog", "signer.uri": "http://signer", "signer.endpoint": "sign"})
+	if c, _ := New(cfg); c.Endpoint() != "http://signer/sign" {
+		t.Fatal(c.Endpoint())
+	}
+	if _, err := FromPropertiesMain(map[string]string{"uri": "http://catalog", "s3.signer.endpoint": "v1/aws/s3/sign"}); err == nil {
+		t.Fatal("no endpoint accepted")
+	}
+}
