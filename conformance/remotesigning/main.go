@@ -41,7 +41,7 @@ func FromPropertiesMain(props map[string]string) (Config, error) {
 	}
 	cfg.Endpoint = firstOf(props, PropSignerEndpoint, PropRemoteSigningEndpoint)
 	if cfg.Endpoint == "" {
-		return cfg, errors.New("Remote signing endpoint is required (signer.endpoint or rest.remote-signing.endpoint)")
+		return cfg, errors.New("remote signing endpoint is required (signer.endpoint or rest.remote-signing.endpoint)")
 	}
 	rest := make(map[string]string, len(props))
 	for k, v := range props {
