@@ -34,8 +34,12 @@ type Report struct {
 	Stop string       `json:"stop"`
 	Runs []*RunReport `json:"runs"`
 	// Comparison is set when a floor was run too.
-	Comparison *Comparison   `json:"comparison,omitempty"`
-	Targets    []TargetCheck `json:"targets"`
+	Comparison *Comparison `json:"comparison,omitempty"`
+	// Also compares each further full target (-also-url, e.g. the full
+	// path with per-principal sessions) with the floor, as Comparison
+	// does the full target.
+	Also    []*NamedComparison `json:"also,omitempty"`
+	Targets []TargetCheck      `json:"targets"`
 }
 
 // Machine describes where the generator ran.
@@ -63,6 +67,12 @@ type Comparison struct {
 	FullMedianRPS  float64 `json:"full_median_requests_per_s"`
 }
 
+// NamedComparison is Comparison for the full target named Target.
+type NamedComparison struct {
+	Target string `json:"target"`
+	Comparison
+}
+
 // RoundRatio is one round's floor and full run.
 type RoundRatio struct {
 	Round           int     `json:"round"`
@@ -86,15 +96,35 @@ type TargetCheck struct {
 // verdicts.
 func (r *Report) Finish() {
 	var full, floor []*RunReport
+	also := map[string][]*RunReport{}
+	var alsoNames []string
 	for _, run := range r.Runs {
 		switch run.Target {
 		case "floor":
 			floor = append(floor, run)
-		default:
+		case "full", "":
 			full = append(full, run)
+		default:
+			if also[run.Target] == nil {
+				alsoNames = append(alsoNames, run.Target)
+			}
+			also[run.Target] = append(also[run.Target], run)
 		}
 	}
-	r.Comparison = nil
+	r.Comparison = compare(floor, full)
+	r.Also = nil
+	for _, name := range alsoNames {
+		if c := compare(floor, also[name]); c != nil {
+			r.Also = append(r.Also, &NamedComparison{Target: name, Comparison: *c})
+		}
+	}
+	r.finishTargets(full)
+}
+
+// compare sets full's runs against floor's, round by round (nil when
+// either is missing).
+func compare(floor, full []*RunReport) *Comparison {
+	var out *Comparison
 	if len(floor) > 0 && len(full) > 0 {
 		c := &Comparison{}
 		byRound := map[int]*RunReport{}
@@ -124,8 +154,13 @@ func (r *Report) Finish() {
 		c.MedianP99Ratio = median(p99s)
 		c.FloorMedianRPS = median(floorRPS)
 		c.FullMedianRPS = median(fullRPS)
-		r.Comparison = c
+		out = c
 	}
+	return out
+}
+
+// finishTargets computes the target verdicts from the full target's runs.
+func (r *Report) finishTargets(full []*RunReport) {
 
 	note := ""
 	if r.Concurrency != TargetConnections {
@@ -308,14 +343,20 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 
-	if c := r.Comparison; c != nil {
-		fmt.Fprintln(w, "full/floor, round by round:")
+	printComparison := func(name string, c *Comparison) {
+		fmt.Fprintf(w, "%s/floor, round by round:\n", name)
 		for _, rr := range c.Rounds {
 			fmt.Fprintf(w, "  round %d: throughput %.0f / %.0f req/s = %.2f   p99 %.2f / %.2f ms = %.2fx\n",
 				rr.Round, rr.FullRPS, rr.FloorRPS, rr.ThroughputRatio, rr.FullP99, rr.FloorP99, rr.P99Ratio)
 		}
-		fmt.Fprintf(w, "  median:  throughput ratio %.2f (full %.0f req/s, floor %.0f req/s), p99 ratio %.2fx\n\n",
-			c.MedianThroughputRatio, c.FullMedianRPS, c.FloorMedianRPS, c.MedianP99Ratio)
+		fmt.Fprintf(w, "  median:  throughput ratio %.2f (%s %.0f req/s, floor %.0f req/s), p99 ratio %.2fx\n\n",
+			c.MedianThroughputRatio, name, c.FullMedianRPS, c.FloorMedianRPS, c.MedianP99Ratio)
+	}
+	if c := r.Comparison; c != nil {
+		printComparison("full", c)
+	}
+	for _, a := range r.Also {
+		printComparison(a.Target, &a.Comparison)
 	}
 	fmt.Fprintln(w, "targets (docs/design.md, Targets):")
 	for _, t := range r.Targets {

@@ -88,3 +88,35 @@ func TestReportTargetsNotApplicable(t *testing.T) {
 		t.Errorf("canned full target: %+v", tc)
 	}
 }
+
+// TestReportAlso: a third target (-also-url) is compared with the floor
+// round by round, and neither changes the full target's comparison nor
+// its target verdicts.
+func TestReportAlso(t *testing.T) {
+	r := &Report{Workload: DefaultWorkload(), RequestsPerScan: 40000, Concurrency: 64, Runs: []*RunReport{
+		run("floor", 1, 20000, 4, 2.0), run("full", 1, 14000, 8, 2.9), run("sessions", 1, 13000, 9, 3.0),
+		run("floor", 2, 21000, 4, 1.9), run("full", 2, 10500, 12, 3.8), run("sessions", 2, 10000, 12, 3.9),
+		run("floor", 3, 19000, 5, 2.1), run("full", 3, 11400, 9, 3.5), run("sessions", 3, 11400, 10, 3.6),
+	}}
+	r.Finish()
+	if c := r.Comparison; c == nil || !approx(c.MedianThroughputRatio, 0.6) || len(c.Rounds) != 3 {
+		t.Fatalf("full comparison %+v", c)
+	}
+	if len(r.Also) != 1 || r.Also[0].Target != "sessions" || len(r.Also[0].Rounds) != 3 {
+		t.Fatalf("also %+v", r.Also)
+	}
+	// Ratios 0.65, 0.476, 0.60: the median is 0.60.
+	if a := r.Also[0]; !approx(a.MedianThroughputRatio, 0.6) || !approx(a.Rounds[0].ThroughputRatio, 0.65) {
+		t.Fatalf("sessions ratios %+v", a.Comparison)
+	}
+	for _, tc := range r.Targets {
+		if tc.Name == "full p99 < 10ms" && tc.Value != "9.00 ms (median of 3 runs)" {
+			t.Fatalf("the third target's runs counted as full: %+v", tc)
+		}
+	}
+	var b bytes.Buffer
+	r.Print(&b)
+	if !strings.Contains(b.String(), "sessions/floor, round by round:") || !strings.Contains(b.String(), "round 1: throughput 13000 / 20000 req/s = 0.65") {
+		t.Fatalf("report:\n%s", b.String())
+	}
+}

@@ -59,7 +59,8 @@ type CacheOptions struct {
 	// Duration asked of each session; zero means the minter's default.
 	Duration time.Duration
 	// RenewBefore: a session this close to its expiry is renewed in the
-	// background (zero means a quarter of Duration, or DefaultDuration's).
+	// background (zero: a quarter of Duration, at least MinRemaining plus
+	// five minutes).
 	RenewBefore time.Duration
 	// MinRemaining: a session with less left is never signed with (a
 	// signature must outlive its delivery and the client's retries); the
@@ -124,11 +125,18 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		opts.MinRemaining = DefaultMinRemaining
 	}
 	if opts.RenewBefore <= 0 {
+		// A quarter of the lifetime, and at least MinRemaining plus five
+		// minutes (or half of what is left) for renewal to succeed or be
+		// retried before a request would have to wait: a 15-minute session
+		// is renewed after 5 minutes, a 1-hour one after 45.
 		d := opts.Duration
 		if d == 0 {
 			d = DefaultDuration
 		}
 		opts.RenewBefore = d / 4
+		if floor := opts.MinRemaining + min(5*time.Minute, (d-opts.MinRemaining)/2); opts.RenewBefore < floor {
+			opts.RenewBefore = floor
+		}
 	}
 	if opts.RenewBefore <= opts.MinRemaining {
 		return nil, fmt.Errorf("session: renewal %s before expiry must be longer than the minimum remaining lifetime %s", opts.RenewBefore, opts.MinRemaining)

@@ -335,3 +335,12 @@ func BenchmarkCacheHit(b *testing.B) {
 		}
 	})
 }
+
+func TestCacheRenewBeforeDefault(t *testing.T) {
+	for d, want := range map[time.Duration]time.Duration{15 * time.Minute: 10 * time.Minute, time.Hour: 15 * time.Minute, 0: 15 * time.Minute, 12 * time.Hour: 3 * time.Hour} {
+		c, _, _ := newTestCache(t, CacheOptions{Duration: d})
+		if c.opts.RenewBefore != want {
+			t.Errorf("duration %s: renewal %s before expiry, want %s", d, c.opts.RenewBefore, want)
+		}
+	}
+}

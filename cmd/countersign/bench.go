@@ -56,6 +56,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		floorURL    = fs.String("floor-url", "", "base URL of a canned-response countersign: alternate floor and full runs and compare")
 		metricsURL  = fs.String("metrics-url", "", "the full target's /metrics (default URL/metrics; \"-\": do not scrape)")
 		floorMetURL = fs.String("floor-metrics-url", "", "the floor's /metrics (default FLOOR-URL/metrics; \"-\": do not scrape)")
+		alsoURL     = fs.String("also-url", "", "base URL of another full countersign (e.g. with credentials.per_principal) run in every round after the full target, compared with the floor too")
+		alsoName    = fs.String("also-name", "sessions", "report name of -also-url's target")
+		alsoMetURL  = fs.String("also-metrics-url", "", "-also-url's /metrics (default ALSO-URL/metrics; \"-\": do not scrape)")
 		allowRemote = fs.Bool("allow-remote", false, "allow a URL that is not a loopback address")
 		configPath  = fs.String("config", "", "countersign YAML config the server runs with: default -url from listen, token claims and secret from auth")
 
@@ -179,6 +182,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	targets := []bench.Target{full}
 	if *floorURL != "" {
 		targets = []bench.Target{{Name: "floor", URL: *floorURL, MetricsURL: *floorMetURL}, full}
+	}
+	if *alsoURL != "" {
+		if *alsoName == "" || *alsoName == "full" || *alsoName == "floor" {
+			return fail(fmt.Errorf("-also-name %q must name a third target (not full or floor)", *alsoName))
+		}
+		targets = append(targets, bench.Target{Name: *alsoName, URL: *alsoURL, MetricsURL: *alsoMetURL})
 	}
 	if !*allowRemote {
 		for _, t := range targets {
