@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -155,6 +156,23 @@ func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 // refuseVend records a credentials request refused before it was decided
 // and answers it.
 func (h *Handler) refuseVend(ctx *fasthttp.RequestCtx, vr vendRoute, req *vend.Request, status int, msg string, retryAfter int) {
+	// Refusals before authentication share the sign routes' per-source
+	// limit: past it they are answered 429 and counted, not recorded.
+	if req.Identity == nil && status >= 400 && status < 500 && status != http.StatusTooManyRequests {
+		wait, ok, due := h.refusals.allow(req.SourceIP, status, time.Now())
+		if len(due) > 0 {
+			if err := h.append(due); err != nil {
+				h.log.Error("recording suppressed refusals", "err", err, "records", len(due))
+			}
+		}
+		if !ok {
+			if m := h.opts.Metrics; m != nil {
+				m.RefusalsSuppressed.Inc()
+			}
+			writeVendError(ctx, vr.api, http.StatusTooManyRequests, "too many refused requests from "+req.SourceIP+" (limits.refusal_limit); "+msg, wait)
+			return
+		}
+	}
 	if err := h.stages.Vendor.Refused(context.Background(), req, status, msg); err != nil {
 		h.log.Error("audit log unavailable; refusing to vend", "err", err, "request_id", req.RequestID)
 		status, msg, retryAfter = http.StatusServiceUnavailable, "audit log unavailable; nothing was vended", 1

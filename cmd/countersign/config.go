@@ -50,6 +50,7 @@ type Config struct {
 	// Catalog fronts an Iceberg REST catalog (catalog.upstream): see
 	// README, "Catalog front".
 	Catalog catalog.Config `yaml:"catalog"`
+	Vending VendingConfig  `yaml:"vending"`
 }
 
 // AuditConfig is the audit log (audit.Config, inline) plus the upload of
@@ -206,6 +207,9 @@ func (c *Config) validate(dev bool) error {
 		return err
 	}
 	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	if err := c.Vending.validate(); err != nil {
 		return err
 	}
 	if c.Listen == "" {

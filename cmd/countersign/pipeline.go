@@ -21,6 +21,7 @@ import (
 	"github.com/countersign/countersign/server"
 	"github.com/countersign/countersign/session"
 	"github.com/countersign/countersign/signer"
+	"github.com/countersign/countersign/vend"
 )
 
 // buildSigningServer builds the signing service: every stage of the
@@ -171,10 +172,29 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 		RefusalLimit:   cfg.Limits.RefusalLimit,
 		RequestTimeout: cfg.Limits.RequestTimeout,
 		Limits:         remotesign.Limits{MaxHeaders: cfg.Limits.MaxHeaders},
+		Vending:        cfg.Vending.serverConfig(),
+	}
+	stages := server.Stages{
+		Authenticator: authn,
+		Classifier:    classifier,
+		Authorizer:    pm,
+		Signer:        sign,
+		Audit:         auditLog,
+	}
+	var vendor *vend.Service
+	if cfg.Vending.Enabled {
+		if vendor, err = buildVending(cfg, creds, pm, auditLog, log); err != nil {
+			return nil, nil, err
+		}
+		stages.Vendor = vendor
 	}
 	srvCfg := cfg.Limits.serverConfig(tlsConfig)
 	if cfg.Catalog.Enabled() {
-		front, err := catalog.New(catalog.Options{Config: cfg.Catalog, Log: log})
+		co := catalog.Options{Config: cfg.Catalog, Log: log}
+		if vendor != nil {
+			co.Vendor = &vend.CatalogVendor{Service: vendor, Authenticator: authn, Region: cfg.Vending.Region, Endpoint: cfg.Vending.Endpoint}
+		}
+		front, err := catalog.New(co)
 		if err != nil {
 			return nil, nil, fmt.Errorf("config catalog: %w", err)
 		}
@@ -191,13 +211,7 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 			srvCfg.MaxCatalogBodyBytes = catalog.DefaultMaxRequestBytes
 		}
 	}
-	h, err := server.NewHandler(server.Stages{
-		Authenticator: authn,
-		Classifier:    classifier,
-		Authorizer:    pm,
-		Signer:        sign,
-		Audit:         auditLog,
-	}, opts, log)
+	h, err := server.NewHandler(stages, opts, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/countersign/countersign/testsupport"
+)
+
+// TestCatalogFrontVends: with countersign fronting SeaweedFS's Iceberg
+// catalog and vending on, a loadTable that asks for vended credentials
+// (X-Iceberg-Access-Delegation) gets storage-credentials for the
+// catalog's own table location, minted by SeaweedFS's STS under the
+// policy: they read inside the location and get SeaweedFS's 403 outside;
+// without the header, or for a caller the policy does not let vend, the
+// answer has remote signing and no credentials; each mint is recorded.
+func TestCatalogFrontVends(t *testing.T) {
+	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{Iceberg: true, STS: true})
+	weed.CreateTableBucket(t, "lake")
+	key := testsupport.SeaweedIcebergSigningKey(testAccessKey, testSecretKey)
+	lib, _ := filepath.Abs("../deploy/policies/lib")
+	pol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pol, "authz.rego"), []byte(catalogPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ad := newAuditDir(t)
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+audit:
+  dir: %q
+  node_id: e2e
+  checkpoint_key_file: %q
+  hmac_key_file: %q
+auth:
+  issuer: %s
+  audience: [countersign]
+endpoints:
+  - name: seaweedfs
+    scheme: http
+    host: 127.0.0.1
+    port: %d
+    addressing: path
+    regions: [us-east-1]
+credentials:
+  source: static
+  access_key_id: %s
+policy:
+  paths: [%q, %q]
+catalog:
+  upstream: %s
+vending:
+  enabled: true
+  role_arn: %s
+  sts_endpoint: http://127.0.0.1:%[5]d
+  region: us-east-1
+`, ad.Dir, ad.SignerKeyFile, ad.HMACKeyFile, catalogIssuer, weed.Port, testAccessKey, lib, pol, weed.IcebergURL, testsupport.SeaweedFSRoleARN)
+	cs := startCountersign(t, cfg, append(secretEnv(), "COUNTERSIGN_AUTH_HS256_SECRET="+string(key))...)
+	etl := seaweedToken(t, "etl-bot", testAccessKey, "etl")
+	guest := seaweedToken(t, "guest", testAccessKey, "guests")
+
+	if st, b := call(t, cs.url, etl, "POST", "/v1/lake/namespaces", `{"namespace":["db"]}`); st != 200 {
+		t.Fatalf("create namespace: %d %s", st, b)
+	}
+	st, b := call(t, cs.url, etl, "POST", "/v1/lake/namespaces/db/tables", `{"name":"events","schema":`+eventsSchema+`}`)
+	if st != 200 {
+		t.Fatalf("create table: %d %s", st, b)
+	}
+	created := jsonMap(t, b)
+	loc := created["metadata"].(map[string]any)["location"].(string)
+	metadata, _ := url.Parse(created["metadata-location"].(string))
+
+	st, b = call(t, cs.url, etl, "GET", "/v1/lake/namespaces/db/tables/events", "", "X-Iceberg-Access-Delegation", "vended-credentials")
+	if st != 200 {
+		t.Fatalf("load table: %d %s", st, b)
+	}
+	sc, _ := jsonMap(t, b)["storage-credentials"].([]any)
+	if len(sc) != 1 {
+		t.Fatalf("loadTable with vending allowed has no storage-credentials: %s", b)
+	}
+	cred := sc[0].(map[string]any)
+	conf := cred["config"].(map[string]any)
+	wantPrefix := strings.TrimSuffix(loc, "/") + "/"
+	if cred["prefix"] != wantPrefix || conf["s3.session-token"] == "" || conf["s3.session-token-expires-at-ms"] == "" {
+		t.Fatalf("storage credential for %s: %v", wantPrefix, cred)
+	}
+	h := &vendHarness{weed: weed}
+	cl := h.s3As(aws.Credentials{AccessKeyID: conf["s3.access-key-id"].(string), SecretAccessKey: conf["s3.secret-access-key"].(string), SessionToken: conf["s3.session-token"].(string)})
+	u, _ := url.Parse(loc)
+	inside := strings.TrimPrefix(metadata.Path, "/")
+	if u.Host != "lake" || !strings.HasPrefix(inside, strings.TrimPrefix(u.Path, "/")) {
+		t.Fatalf("metadata %s is not under the table location %s", metadata, loc)
+	}
+	if got := storeSays(t, get(cl, inside)); got != "ok" {
+		t.Errorf("the table's metadata with the vended credentials: %s", got)
+	}
+	if got := storeSays(t, get(cl, "elsewhere/f.parquet")); got != "AccessDenied" {
+		t.Errorf("outside the table with the vended credentials: %s, want AccessDenied", got)
+	}
+
+	// Without the header: remote signing, no credentials.
+	_, b = call(t, cs.url, etl, "GET", "/v1/lake/namespaces/db/tables/events", "")
+	if bytes.Contains(b, []byte("storage-credentials")) || bytes.Contains(b, []byte("s3.session-token")) {
+		t.Fatalf("loadTable without vended-credentials has credentials: %s", b)
+	}
+	// A caller the policy does not let vend: remote signing, no credentials.
+	st, b = call(t, cs.url, guest, "GET", "/v1/lake/namespaces/db/tables/events", "", "X-Iceberg-Access-Delegation", "vended-credentials")
+	if st != 200 || bytes.Contains(b, []byte("storage-credentials")) || !bytes.Contains(b, []byte("s3.remote-signing-enabled")) {
+		t.Fatalf("loadTable for a caller the policy refuses: %d %s", st, b)
+	}
+
+	vh := &vendHarness{audit: ad}
+	var allowed, refused int
+	for _, r := range vh.auditLines(t, "etl-bot") {
+		if r["operation"] == "MintCredentials" && r["decision"] == "allow" && r["prefix"] == strings.TrimPrefix(u.Path, "/")+"/" {
+			allowed++
+		}
+	}
+	for _, r := range vh.auditLines(t, "guest") {
+		if r["operation"] == "MintCredentials" && r["decision"] == "deny" {
+			refused++
+		}
+	}
+	if allowed != 1 || refused != 1 {
+		t.Fatalf("mint records: %d allowed for etl-bot, %d refused for guest; want 1 and 1", allowed, refused)
+	}
+}
