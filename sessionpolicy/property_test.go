@@ -273,3 +273,36 @@ func deref(p *string) any {
 	}
 	return *p
 }
+
+// TestHeadBucketIsNotGranted: the one request the policy allows that the
+// session policy does not cover, on purpose. IAM authorizes HeadBucket as
+// s3:ListBucket with no s3:prefix, and granting that would also allow
+// listing the whole bucket, which the policy does not: the document
+// allows GetBucketLocation and prefixed listings only (docs/design.md,
+// "Scope compiler").
+func TestHeadBucketIsNotGranted(t *testing.T) {
+	e := loadExample(t, "grants")
+	ctx := context.Background()
+	head := &policy.Input{Version: policy.InputVersion, Principal: &ann, Operation: "HeadBucket", Action: "s3:ListBucket", Access: "list",
+		Resource: policy.Resource{Bucket: "lake", ARN: "arn:aws:s3:::lake"},
+		Request:  policy.Request{Method: "HEAD", Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com", Headers: map[string]string{}}}
+	d, err := e.Authorize(ctx, head)
+	if err != nil || !d.Allow {
+		t.Fatalf("the grants example no longer allows ann's HeadBucket (%v, %v): the test tests nothing", d, err)
+	}
+	s, err := e.Scope(ctx, policy.ScopeQuery{Principal: ann, Bucket: "lake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := sessionpolicy.Compile(s, sessionpolicy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iam := parseDoc(t, doc.JSON())
+	if iam.allows(t, iamRequest{action: "s3:ListBucket", resource: "arn:aws:s3:::lake"}) {
+		t.Fatalf("the session policy allows s3:ListBucket without a prefix (HeadBucket, and a listing of the whole bucket):\n%s", doc.JSON())
+	}
+	if !iam.allows(t, iamRequest{action: "s3:GetBucketLocation", resource: "arn:aws:s3:::lake"}) {
+		t.Fatalf("GetBucketLocation not allowed:\n%s", doc.JSON())
+	}
+}
