@@ -50,15 +50,16 @@ func Compile(s policy.Scope, o Options) (Document, error) {
 	if len(groups) == 0 {
 		return Document{}, ErrEmptyScope
 	}
-	d := Document{}
-	size := docSize(groups)
-	for size > max {
-		if !merge(groups) {
-			return Document{}, fmt.Errorf("%w: %d characters with every statement's prefixes merged into one (%d statements), over the limit of %d (STS AssumeRole accepts at most 2,048 characters of plaintext JSON in its Policy parameter); grant fewer distinct action sets or buckets", ErrTooLarge, size, len(groups), max)
-		}
-		d.Coarsened++
-		size = docSize(groups)
+	merges, size, ok := coarsen(groups, max)
+	if exact := docSize(groups); ok && exact != size {
+		// Never seen (TestCoarsenedSizes): fail closed rather than send
+		// STS a document of a size not checked.
+		return Document{}, fmt.Errorf("sessionpolicy: internal error: coarsened document is %d characters, computed %d", exact, size)
 	}
+	if !ok {
+		return Document{}, fmt.Errorf("%w: %d characters with every statement's prefixes merged into one (%d statements), over the limit of %d (STS AssumeRole accepts at most 2,048 characters of plaintext JSON in its Policy parameter); grant fewer distinct action sets or buckets", ErrTooLarge, size, len(groups), max)
+	}
+	d := Document{Coarsened: merges}
 	for _, g := range groups {
 		d.Statements = append(d.Statements, g.statement())
 	}
@@ -184,29 +185,6 @@ func normalize(ps []string) []string {
 		out = append(out, p)
 	}
 	return slices.Clip(out)
-}
-
-// merge replaces the two neighbouring prefixes with the longest common
-// prefix, over all statements (ties: the first statement, the first
-// pair), by that prefix. false: every statement has one prefix left.
-func merge(groups []*stmtGroup) bool {
-	best, bi, bj := -1, -1, -1
-	for i, g := range groups {
-		for j := 0; j+1 < len(g.prefixes); j++ {
-			if n := lcp(g.prefixes[j], g.prefixes[j+1]); n > best {
-				best, bi, bj = n, i, j
-			}
-		}
-	}
-	if bi < 0 {
-		return false
-	}
-	g := groups[bi]
-	merged := g.prefixes[bj][:best]
-	ps := append(slices.Clone(g.prefixes[:bj]), merged)
-	ps = append(ps, g.prefixes[bj+2:]...)
-	g.prefixes = normalize(ps)
-	return true
 }
 
 // lcp is the length of the longest common prefix of a and b, in whole

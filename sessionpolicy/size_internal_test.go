@@ -37,3 +37,32 @@ func TestDocSizeIsTheJSONLength(t *testing.T) {
 		}
 	}
 }
+
+// TestCoarsenedSizes: coarsen's running size is the document's length
+// after every scope and limit tried, and the document fits.
+func TestCoarsenedSizes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 300 {
+		var gs []policy.ScopeGrant
+		for range 1 + r.IntN(80) {
+			p := fmt.Sprintf("wh/%c%d/é%d/", 'a'+rune(r.IntN(3)), r.IntN(20), r.IntN(5))
+			if r.IntN(10) == 0 {
+				p = p[:r.IntN(len(p))]
+			}
+			acts := [][]string{{"s3:GetObject"}, {"s3:ListBucket"}, {"s3:PutObject", "s3:DeleteObject"}}[r.IntN(3)]
+			gs = append(gs, policy.ScopeGrant{Bucket: fmt.Sprintf("b%d", r.IntN(2)), Prefix: p, Actions: acts})
+		}
+		groups, err := group(gs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		max := 300 + r.IntN(1800)
+		_, size, ok := coarsen(groups, max)
+		if got := docSize(groups); got != size {
+			t.Fatalf("running size %d, document %d", size, got)
+		}
+		if ok != (size <= max) {
+			t.Fatalf("ok %v with size %d, max %d", ok, size, max)
+		}
+	}
+}
