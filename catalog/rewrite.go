@@ -28,8 +28,11 @@ const (
 	propS3SignerEndpoint     = "s3.signer.endpoint"
 	fieldRemoteSigningConfig = "remote-signing-config"
 	fieldStorageCredentials  = "storage-credentials"
-	fieldConfig              = "config"
-	fieldMetadata            = "metadata"
+	// propRefreshCredentialsEndpoint is S3FileIO's
+	// client.refresh-credentials-endpoint.
+	propRefreshCredentialsEndpoint = "client.refresh-credentials-endpoint"
+	fieldConfig                    = "config"
+	fieldMetadata                  = "metadata"
 )
 
 // signing is what a table answer is rewritten to: remote signing with
@@ -87,6 +90,12 @@ func rewriteTable(body []byte, s signing) ([]byte, string, error) {
 			return nil, "", err
 		}
 		doc[fieldStorageCredentials] = creds
+		// Iceberg Java renews vended credentials before they expire from
+		// this endpoint (relative to the catalog uri): countersign's
+		// credentials route for the table, decided and recorded again.
+		if ep, ok := strings.CutSuffix(s.endpoint, "/sign"); ok {
+			cfg[propRefreshCredentialsEndpoint] = jsonString(ep + "/credentials")
+		}
 	} else {
 		cfg[propRemoteSigningEnabled] = jsonString("true")
 		cfg[propS3SignerURI] = jsonString(s.signerURI)

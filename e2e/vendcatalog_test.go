@@ -59,6 +59,7 @@ vending:
   role_arn: %s
   sts_endpoint: http://127.0.0.1:%[5]d
   region: us-east-1
+  endpoint: http://127.0.0.1:%[5]d
 `, ad.Dir, ad.SignerKeyFile, ad.HMACKeyFile, catalogIssuer, weed.Port, testAccessKey, lib, pol, weed.IcebergURL, testsupport.SeaweedFSRoleARN)
 	cs := startCountersign(t, cfg, append(secretEnv(), "COUNTERSIGN_AUTH_HS256_SECRET="+string(key))...)
 	etl := seaweedToken(t, "etl-bot", testAccessKey, "etl")
@@ -103,6 +104,19 @@ vending:
 		t.Errorf("outside the table with the vended credentials: %s, want AccessDenied", got)
 	}
 
+	// Iceberg Java renews from the table's refresh endpoint, relative to
+	// the catalog uri: countersign's credentials route, through the front.
+	table := jsonMap(t, b)
+	ep, _ := table["config"].(map[string]any)["client.refresh-credentials-endpoint"].(string)
+	if ep != "v1/lake/namespaces/db/tables/events/credentials" {
+		t.Fatalf("refresh endpoint %q in %s", ep, b)
+	}
+	renewed := (&vendHarness{cs: cs}).call(t, "GET", "/"+ep, etl, nil)
+	rc, _ := icebergCreds(t, renewed, wantPrefix)
+	if got := storeSays(t, get(h.s3As(rc), inside)); got != "ok" {
+		t.Errorf("the table's metadata with the renewed credentials: %s", got)
+	}
+
 	// Without the header: remote signing, no credentials.
 	_, b = call(t, cs.url, etl, "GET", "/v1/lake/namespaces/db/tables/events", "")
 	if bytes.Contains(b, []byte("storage-credentials")) || bytes.Contains(b, []byte("s3.session-token")) {
@@ -126,7 +140,7 @@ vending:
 			refused++
 		}
 	}
-	if allowed != 1 || refused != 1 {
-		t.Fatalf("mint records: %d allowed for etl-bot, %d refused for guest; want 1 and 1", allowed, refused)
+	if allowed != 2 || refused != 1 {
+		t.Fatalf("mint records: %d allowed for etl-bot, %d refused for guest; want 2 (load, renewal) and 1", allowed, refused)
 	}
 }
