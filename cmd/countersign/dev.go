@@ -146,7 +146,8 @@ Iceberg catalog properties (Spark/Java):
   s3.endpoint=%[2]s://%[3]s:%[4]d
   s3.path-style-access=true
   token=%[5]s
-PyIceberg:
+PyIceberg (signing works only through its fsspec FileIO):
+  py-io-impl=pyiceberg.io.fsspec.FsspecFileIO
   s3.signer=S3V4RestSigner
   s3.signer.uri=http://%[1]s
   s3.endpoint=%[2]s://%[3]s:%[4]d

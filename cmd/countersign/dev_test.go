@@ -84,3 +84,21 @@ func configuredKeys(t *testing.T, cfg *Config, withPub bool) {
 		}
 	}
 }
+
+// PyIceberg signs only through its fsspec FileIO: the banner's PyIceberg
+// properties name it, in PyIceberg's own block.
+func TestDevBannerPyIcebergFileIO(t *testing.T) {
+	cfg := devConfig()
+	if err := fillDevSecrets(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(cfg.Audit.Dir)) })
+	var banner bytes.Buffer
+	if err := printDevBanner(&banner, cfg, "127.0.0.1:8181"); err != nil {
+		t.Fatal(err)
+	}
+	_, py, ok := strings.Cut(banner.String(), "\nPyIceberg")
+	if !ok || !strings.Contains(py, "\n  py-io-impl=pyiceberg.io.fsspec.FsspecFileIO\n") || !strings.Contains(py, "\n  s3.signer=S3V4RestSigner\n") {
+		t.Fatalf("the PyIceberg block does not name the fsspec FileIO:\n%s", banner.String())
+	}
+}

@@ -1,0 +1,172 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/conformance/remotesigning"
+	"github.com/countersign/countersign/testsupport"
+)
+
+// signRoute is the ingress rule of docs/compatibility.md, "Without the
+// front": POSTs to a table's sign route go to countersign, everything
+// else to the catalog.
+var signRoute = regexp.MustCompile(`^/v1/(?:[^/]+/)?namespaces/[^/]+/tables/[^/]+/sign$`)
+
+// TestIngressRoutesSignToStandaloneCountersign tests the standalone recipe
+// for Iceberg after 1.11, whose signer posts to the catalog uri plus the
+// table's sign route: an ingress on the catalog's address sends that
+// route to a standalone countersign (no catalog front) and the rest to
+// the catalog, SeaweedFS's. The ingress is Go's httputil reverse proxy
+// with the documented path rule (any path-routing ingress does the same).
+func TestIngressRoutesSignToStandaloneCountersign(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{Iceberg: true})
+	weed.CreateTableBucket(t, "lake")
+	key := testsupport.SeaweedIcebergSigningKey(testAccessKey, testSecretKey)
+	pol := t.TempDir()
+	os.WriteFile(filepath.Join(pol, "authz.rego"), []byte(`package countersign.authz
+
+default allow := false
+
+allow if {
+	"etl" in input.principal.groups
+	input.access in {"read", "write", "delete", "list"}
+	input.resource.bucket == "lake"
+	input.table != null
+}
+`), 0o600)
+	audit := newAuditDir(t)
+	cs := startCountersign(t, fmt.Sprintf(`listen: 127.0.0.1:0
+audit:
+  dir: %q
+  node_id: conformance
+  checkpoint_key_file: %q
+  hmac_key_file: %q
+auth:
+  issuer: %s
+  audience: [countersign]
+endpoints:
+  - name: seaweedfs-ip
+    scheme: http
+    host: 127.0.0.1
+    port: %d
+    addressing: path
+    regions: [us-east-1]
+credentials:
+  source: static
+  access_key_id: %s
+policy:
+  paths: [%q]
+`, audit.Dir, audit.SignerKeyFile, audit.HMACKeyFile, frontIssuer, weed.Port, testAccessKey, pol),
+		append(secretEnv(), "COUNTERSIGN_AUTH_HS256_SECRET="+string(key))...)
+	csURL, _ := url.Parse(cs.url)
+	catURL, _ := url.Parse(weed.IcebergURL)
+	toCS, toCatalog := httputil.NewSingleHostReverseProxy(csURL), httputil.NewSingleHostReverseProxy(catURL)
+	var (
+		mu     sync.Mutex
+		routed []string
+	)
+	route := func(s string) { mu.Lock(); routed = append(routed, s); mu.Unlock() }
+	ingress := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && signRoute.MatchString(r.URL.EscapedPath()) {
+			route("countersign " + r.URL.EscapedPath())
+			toCS.ServeHTTP(w, r)
+			return
+		}
+		route("catalog " + r.URL.EscapedPath())
+		toCatalog.ServeHTTP(w, r)
+	}))
+	defer ingress.Close()
+	token := testsupport.SeaweedIcebergToken(testAccessKey, testSecretKey, testAccessKey,
+		map[string]any{"iss": frontIssuer, "aud": "countersign", "sub": "etl-bot", "groups": []string{"etl"}})
+
+	post := func(path, body string) map[string]any {
+		req, _ := http.NewRequest("POST", ingress.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", path, resp.StatusCode, m)
+		}
+		return m
+	}
+	post("/v1/lake/namespaces", `{"namespace":["db"]}`)
+	created := post("/v1/lake/namespaces/db/tables", `{"name":"t","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}}`)
+	if cfg, _ := created["config"].(map[string]any); cfg["s3.remote-signing-enabled"] != nil {
+		t.Fatalf("the catalog itself turned signing on: %v", cfg)
+	}
+
+	// Iceberg main's signer as its REST client sets it up for the table;
+	// remote signing is on from the engine's own catalog properties, since
+	// this catalog does not turn it on.
+	cfg, err := remotesigning.FromPropertiesMain(map[string]string{
+		remotesigning.PropRemoteSigningEnabled:  "true",
+		remotesigning.PropURI:                   ingress.URL,
+		remotesigning.PropToken:                 token,
+		remotesigning.PropRemoteSigningEndpoint: "v1/lake/namespaces/db/tables/t/sign",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Region = testRegion
+	signer, err := remotesigning.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, _ := url.Parse(created["metadata-location"].(string))
+	res, err := signer.Sign(ctx, remotesigning.Request{Region: testRegion, Method: "GET", Provider: "s3",
+		URI: fmt.Sprintf("http://127.0.0.1:%d/%s%s", weed.Port, ml.Host, ml.Path), Headers: map[string][]string{}})
+	if err != nil {
+		t.Fatalf("signing through the ingress: %v", err)
+	}
+	req, _ := http.NewRequest("GET", res.URI, nil)
+	for k, vs := range res.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"format-version"`)) {
+		t.Fatalf("SeaweedFS refused the signature: %d %s", resp.StatusCode, body)
+	}
+	mu.Lock()
+	got := strings.Join(routed, "\n")
+	mu.Unlock()
+	want := []string{"catalog /v1/lake/namespaces", "catalog /v1/lake/namespaces/db/tables", "countersign /v1/lake/namespaces/db/tables/t/sign"}
+	if got != strings.Join(want, "\n") {
+		t.Fatalf("routed:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	// A sign request for an object outside the bucket the policy allows is
+	// countersign's 403, through the ingress.
+	if _, err := signer.Sign(ctx, remotesigning.Request{Region: testRegion, Method: "GET", Provider: "s3",
+		URI: fmt.Sprintf("http://127.0.0.1:%d/other/k", weed.Port), Headers: map[string][]string{}}); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("outside the policy: %v", err)
+	}
+}
