@@ -71,6 +71,9 @@ type Cache struct {
 	syncBuild    bool // tests: build on the deciding goroutine
 	shallow      bool // benchmarks: shallow inlining instead of the analysis
 	noMemo       bool // benchmarks: run the residual for every object
+	// noHeaderMemo: evaluate every header rule (benchmarks, and tests
+	// comparing both ways)
+	noHeaderMemo bool
 
 	mods      []*ast.Module
 	store     storage.Store
@@ -112,6 +115,7 @@ type Cache struct {
 type fastStats struct {
 	hits        atomic.Uint64 // decided by a residual (or its remembered decision)
 	memoHits    atomic.Uint64 // of those, remembered
+	headerHits  atomic.Uint64 // header rules' remembered results used (headermemo.go)
 	misses      atomic.Uint64 // no residual for the scope (yet)
 	unsupported atomic.Uint64 // the scope's residual is unsupported
 	fallbacks   atomic.Uint64 // the residual could not decide this object
@@ -325,7 +329,9 @@ func (f *Cache) Decide(ctx context.Context, in *policyinput.Input) (allow bool, 
 		return false, "", false
 	}
 	var obuf [256]byte
-	okey := appendObjectKey(obuf[:0], in)
+	okey := appendObjectFields(obuf[:0], in)
+	nameStart := len(okey)
+	okey = appendHeaderNames(okey, in) // = appendObjectKey
 	oh := maphash.Bytes(f.seed, okey)
 	slot := &f.memo[(oh^s.id*0x9e3779b97f4a7c15)%memoSize]
 	if d := slot.Load(); !f.noMemo && d != nil && d.scope == s.id && d.hash == oh && d.key == string(okey) {
@@ -340,7 +346,7 @@ func (f *Cache) Decide(ctx context.Context, in *policyinput.Input) (allow bool, 
 	if f.onRemembered != nil {
 		f.onRemembered(false)
 	}
-	allow, reason, valuesRead, err := f.run(ctx, s, in)
+	allow, reason, valuesRead, err := f.run(ctx, s, in, okey[nameStart:])
 	if err != nil {
 		f.stats.fallbacks.Add(1)
 		f.hook(false)
@@ -578,10 +584,13 @@ var residualCapabilities = sync.OnceValue(func() *ast.Capabilities { return ast.
 
 // run evaluates the scope's residual for one object. valuesRead: the
 // decision used a header's value.
-func (f *Cache) run(ctx context.Context, s *scope, in *policyinput.Input) (allow bool, reason string, valuesRead bool, err error) {
+func (f *Cache) run(ctx context.Context, s *scope, in *policyinput.Input, names []byte) (allow bool, reason string, valuesRead bool, err error) {
 	m := getMachine(ctx, s.prog, nil)
 	m.in = &m.inBuf
 	m.inBuf.reset(s.known, in)
+	if !f.noHeaderMemo {
+		m.startHeaderMemo(names)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug in the interpreter must not take a request down: the
@@ -600,6 +609,8 @@ func (f *Cache) run(ctx context.Context, s *scope, in *policyinput.Input) (allow
 	if len(tuple) != f.nTargets {
 		return false, "", false, errFallback
 	}
+	m.publishHeaderMemo()
+	f.stats.headerHits.Add(uint64(m.hhits))
 	valuesRead = m.inBuf.valuesRead
 	// The other targets were evaluated only for their errors.
 	var r ast.String

@@ -373,3 +373,27 @@ func BenchmarkScopeKey(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHeaderRuleMemo is BenchmarkAuthorizeFast on combined-10k with
+// the header rules remembered by header names (on, the default) and
+// evaluated for every object (off).
+func BenchmarkHeaderRuleMemo(b *testing.B) {
+	ins := scanInputs(4096)
+	e := benchEngines(b)["combined-10k"]
+	forceBuild(e)
+	e.fast.noMemo = true
+	if d, err := e.Authorize(context.Background(), ins[0]); err != nil || !d.Allow {
+		b.Fatal(d, err)
+	}
+	for _, on := range []bool{true, false} {
+		name := map[bool]string{true: "on", false: "off"}[on]
+		b.Run(name, func(b *testing.B) {
+			e.fast.noHeaderMemo = !on
+			hits := e.fast.stats.headerHits.Load()
+			benchDecide(b, ins, e.Authorize)
+			if got := e.fast.stats.headerHits.Load() > hits; got != on {
+				b.Fatalf("header rules remembered: %v", got)
+			}
+		})
+	}
+}

@@ -713,6 +713,15 @@ reason := lib.kind(split(input.resource.key, "/")[1])`,
 kind(x) := "db" if startswith(x, "db")
 kind(x) := "other" if endswith(x, "1")
 `,
+		"header-names": `package countersign.authz
+import rego.v1
+deny contains sprintf("header %s", [n]) if { some n, _ in input.request.headers; startswith(lower(n), "x-amz-grant-") }
+deny contains n if { some n, v in input.request.headers; contains(v, "evil") }
+deny contains {"h": n} if { some n, _ in input.request.headers; n == "x-amz-acl" }
+deny contains "no range" if { not input.request.headers.range }
+names contains n if { some n, _ in input.request.headers }
+allow if { count(deny) == 0; startswith(input.resource.key, "wh/"); count(names) > 1 }
+reason := sprintf("%v %v", [deny, names]) if not allow`,
 		"header-conflict": `package countersign.authz
 h := v if { some k, v in input.request.headers; startswith(k, "x-amz-") }
 allow if { h; startswith(input.resource.key, "wh/") }`,

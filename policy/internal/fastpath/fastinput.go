@@ -178,11 +178,13 @@ type lazyStr struct {
 }
 
 func (l *lazyStr) value() ast.Value {
+	if l.read != nil {
+		// At every use, not only the first: a header rule's memo
+		// (headermemo.go) watches the flag over one rule's evaluation.
+		*l.read = true
+	}
 	if l.val == nil {
 		l.val = ast.String(l.s)
-		if l.read != nil {
-			*l.read = true
-		}
 	}
 	return l.val
 }
@@ -244,13 +246,15 @@ func materialize(v ast.Value) ast.Value {
 
 func (l *lazyVal) value() ast.Value {
 	o := l.in
+	if l.kind == lzHeaders {
+		o.valuesRead = true // at every use, as lazyStr.value
+	}
 	if v := o.mat[l.kind]; v != nil {
 		return v
 	}
 	var v ast.Value
 	switch l.kind {
 	case lzHeaders:
-		o.valuesRead = true
 		kvs := make([][2]*ast.Term, 0, len(o.headers))
 		for name, val := range o.headers {
 			kvs = append(kvs, [2]*ast.Term{ast.StringTerm(name), ast.StringTerm(val)})
@@ -374,6 +378,11 @@ func validObjectFields(in *policyinput.Input) bool {
 // version, source and the header names (in order, and whether there are headers at
 // all: a nil map is JSON null).
 func appendObjectKey(b []byte, in *policyinput.Input) []byte {
+	return appendHeaderNames(appendObjectFields(b, in), in)
+}
+
+// appendObjectFields is appendObjectKey without the header names.
+func appendObjectFields(b []byte, in *policyinput.Input) []byte {
 	b = appendStr(b, in.Resource.Key)
 	b = appendStr(b, in.Resource.ARN)
 	if p := in.Resource.Prefix; p == nil {
@@ -382,7 +391,14 @@ func appendObjectKey(b []byte, in *policyinput.Input) []byte {
 		b = appendStr(append(b, 1), *p)
 	}
 	b = appendStr(b, in.Resource.VersionID)
-	b = appendStr(b, in.Source.IP)
+	return appendStr(b, in.Source.IP)
+}
+
+// appendHeaderNames appends the header names part of appendObjectKey: an
+// exact encoding of which headers there are (names in order; a nil map is
+// JSON null), all that a header rule that read no value depends on
+// (headermemo.go).
+func appendHeaderNames(b []byte, in *policyinput.Input) []byte {
 	if in.Request.Headers == nil {
 		return append(b, 'n')
 	}

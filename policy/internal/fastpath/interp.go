@@ -92,6 +92,13 @@ type machine struct {
 	bctx     topdown.BuiltinContext
 	ibuf     []int // stack of candidate indices
 	inBuf    objInput
+	// Header rules (headermemo.go): the object's header names, the
+	// program's memo for them (nil: none), what this evaluation found to
+	// remember, and how many were remembered ones.
+	names []byte
+	hmemo *headerMemo
+	hnew  []headerEntry
+	hhits int
 
 	collect func(*ast.Term) error
 }
@@ -144,6 +151,9 @@ func putMachine(m *machine) {
 	m.rbuf = m.rbuf[:0] // cleared as candidates are done with
 	clear(m.tupleBuf[:cap(m.tupleBuf)])
 	m.tuple = nil
+	m.names, m.hmemo, m.hhits = nil, nil, 0
+	clear(m.hnew)
+	m.hnew = m.hnew[:0]
 	for i := range m.memo {
 		m.memo[i].val = nil
 		for j := range m.memo[i].calls {
@@ -1047,6 +1057,12 @@ func (m *machine) evalDefs(rs *ruleSet, args []ast.Value, k int) error {
 // topdown does.
 func (m *machine) evalRules(rules []*rule, def *rule, args []ast.Value, k int) error {
 	for _, r := range rules {
+		if r.memoSlot > 0 && m.names != nil && m.cols[k].mode == colSet {
+			if err := m.headerRule(r, k); err != nil {
+				return err
+			}
+			continue
+		}
 		m.cols[k].got = false
 		if err := m.evalRule(r, args, k); err != nil {
 			return err

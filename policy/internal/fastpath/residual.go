@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -44,6 +45,10 @@ type program struct {
 	// strictNeg: the policy binds variables to references it uses under
 	// negation (pecaveats.go): negated expressions check their references.
 	strictNeg bool
+	// Header rules (headermemo.go): how many, and what is remembered of
+	// them for the last header names.
+	nHeaderRules int
+	headerMemo   atomic.Pointer[headerMemo]
 }
 
 type ruleSet struct {
@@ -64,6 +69,9 @@ type rule struct {
 	body   []expr
 	elses  []*rule
 	guards []guard // tests of the body an index can check up front
+	// memoSlot is 1 + the rule's index in the program's header memo
+	// (headermemo.go); 0: not a header rule.
+	memoSlot int
 }
 
 type exprKind uint8
@@ -216,6 +224,7 @@ func compileProgram(c *ast.Compiler, query string, known *knownInput, strictNeg 
 	if p.query == nil || p.query.kind != kindSet {
 		return nil, fmt.Errorf("%w: no decision query", errUnsupported)
 	}
+	p.numberHeaderRules()
 	return p, nil
 }
 
