@@ -493,8 +493,14 @@ permit if {
 func startVendWith(t *testing.T, weed *testsupport.S3Server, policyDir, stsEndpoint, extra string) *vendHarness {
 	t.Helper()
 	ad := newAuditDir(t)
+	return &vendHarness{weed: weed, cs: startCountersign(t, vendConfig(t, weed, ad, policyDir, stsEndpoint, extra), secretEnv()...), audit: ad}
+}
+
+// vendConfig is startVendWith's configuration.
+func vendConfig(t *testing.T, weed *testsupport.S3Server, ad *testsupport.AuditDir, policyDir, stsEndpoint, extra string) string {
+	t.Helper()
 	lib, _ := filepath.Abs("../deploy/policies/lib")
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
+	return fmt.Sprintf(`listen: 127.0.0.1:0
 audit:
   dir: %[6]q
   node_id: e2e
@@ -522,7 +528,6 @@ vending:
   sts_endpoint: %[12]s
 %[13]s`, weed.Port, testAccessKey, testIssuer, testAudience, testIdP.WriteJWKS(t), ad.Dir, ad.SignerKeyFile, ad.HMACKeyFile,
 		lib, policyDir, testsupport.SeaweedFSRoleARN, stsEndpoint, extra)
-	return &vendHarness{weed: weed, cs: startCountersign(t, config, secretEnv()...), audit: ad}
 }
 
 // TestVendingNeedsTheWholePrefix: only prefixes the policy allows wholly
@@ -590,5 +595,45 @@ func TestVendingNeedsTheWholePrefix(t *testing.T) {
 	out, err := exec.Command(servers.CountersignBin, "audit", "query", "-dir", down.audit.Dir, "-decision", "unauthenticated").Output()
 	if n := strings.Count(string(out), `"operation":"MintCredentials"`); err != nil || n != 3 {
 		t.Fatalf("%d unauthenticated mint records, want 3: %v", n, err)
+	}
+}
+
+// TestVendingAuditFullFailsClosed: when the audit log cannot record (its
+// file system full, for real), a mint is answered 503 and no credentials
+// leave, though the policy allows it and the STS works.
+func TestVendingAuditFullFailsClosed(t *testing.T) {
+	mnt := mountTmpfs(t)
+	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{STS: true})
+	weed.CreateBucket(t, "lake")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(wholePrefixPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tmpfsAuditConfig(t, vendConfig(t, weed, newAuditDir(t), dir, fmt.Sprintf("http://127.0.0.1:%d", weed.Port), ""), mnt)
+	h := &vendHarness{weed: weed, cs: startCountersign(t, cfg, secretEnv()...)}
+	token := testIdP.Mint("pat", []string{"open"}, nil)
+	unityCreds(t, h.unity(t, token, "s3://lake/wh/open/", "PATH_READ"))
+
+	fillDisk(mnt)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		v := h.unity(t, token, "s3://lake/wh/open/", "PATH_READ")
+		if v.status == http.StatusServiceUnavailable {
+			if msg := unityRefusal(t, v, http.StatusServiceUnavailable, "UNAVAILABLE"); !strings.Contains(msg, "audit log unavailable") {
+				t.Fatalf("503 for another reason: %s", msg)
+			}
+			break
+		}
+		unityCreds(t, v)
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit log never noticed the full disk\n%s", h.cs.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 5 {
+		v := h.unity(t, token, "s3://lake/wh/open/", "PATH_READ")
+		if v.status != http.StatusServiceUnavailable || bytes.Contains(v.body, []byte("session_token")) {
+			t.Fatalf("vended while the audit log is down: %d %s", v.status, v.body)
+		}
 	}
 }
