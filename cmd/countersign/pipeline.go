@@ -146,7 +146,7 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("config credentials: %w", err)
 	}
-	sc, err := newSessionCache(ctx, cfg.Credentials, m, log, &sessions)
+	sc, err := newSessionCache(ctx, cfg.Credentials, pm, m, log, &sessions)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %w", err)
 	}

@@ -18,10 +18,9 @@ const sessionRenewInterval = 30 * time.Second
 
 // newSessionCache builds the per-principal session cache of
 // credentials.per_principal (nil when it is off) and registers it in
-// purge, which the policy manager's reload empties. The session policies
-// are the bucket-wide documents of each request's actions
-// (session.BucketWide) until the scope compiler is wired in; never none.
-func newSessionCache(ctx context.Context, cfg signer.CredentialsConfig, m *metrics.Metrics, log *slog.Logger, purge *atomic.Pointer[session.Cache]) (*session.Cache, error) {
+// purge, which the policy manager's reload empties. Session policies are
+// compiled from scopes' scope compiler (scopedPolicies).
+func newSessionCache(ctx context.Context, cfg signer.CredentialsConfig, scopes policyScoper, m *metrics.Metrics, log *slog.Logger, purge *atomic.Pointer[session.Cache]) (*session.Cache, error) {
 	if !cfg.PerPrincipal {
 		return nil, nil
 	}
@@ -31,7 +30,7 @@ func newSessionCache(ctx context.Context, cfg signer.CredentialsConfig, m *metri
 	}
 	var sm *metrics.SessionMetrics
 	c, err := session.NewCache(session.CacheOptions{
-		Minter: minter, Policies: session.BucketWidePolicies{}, Duration: cfg.Duration, Logger: log,
+		Minter: minter, Policies: scopedPolicies{scopes}, Duration: cfg.Duration, Logger: log,
 		OnMint: func(cr session.Credentials, renewal, ok bool) {
 			sm.Minted(renewal, ok)
 			if ok {
