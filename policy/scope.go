@@ -42,8 +42,9 @@ type ScopeQuery struct {
 // list prefixes under Prefix (its s3:prefix condition). s3:GetBucketLocation
 // comes with Prefix "".
 type ScopeGrant struct {
-	Bucket, Prefix string
-	Actions        []string // sorted IAM actions
+	Bucket  string   `json:"bucket"`
+	Prefix  string   `json:"prefix"`
+	Actions []string `json:"actions"` // sorted IAM actions
 }
 
 // Scope is what a principal may reach in a bucket: an over-approximation
@@ -51,7 +52,7 @@ type ScopeGrant struct {
 // when Exact, no wider than the policy's prefixes.
 type Scope struct {
 	// Grants are sorted by prefix; none when the policy allows nothing.
-	Grants []ScopeGrant
+	Grants []ScopeGrant `json:"grants"`
 	// Exact is false when some access class's residual is not a set of
 	// prefixes on the key (a regex, a prefix taken from a header, an
 	// exclusion, a policy the compiler cannot partially evaluate): that
@@ -60,11 +61,11 @@ type Scope struct {
 	// is still decided per object by the policy. Conditions on other
 	// fields (headers, operation, source address) never reach a session
 	// policy, exact or not.
-	Exact bool
+	Exact bool `json:"exact"`
 	// Why says which class fell back to bucket-wide and why.
-	Why string
+	Why string `json:"why,omitempty"`
 	// Revision is the policy revision the scope was compiled from.
-	Revision string
+	Revision string `json:"revision"`
 }
 
 // ErrScopeQuery is the error of a ScopeQuery the compiler refuses.

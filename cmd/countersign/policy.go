@@ -30,13 +30,21 @@ const policyUsage = `Usage:
       as in the README; default: standard input). Prints
       {"allow":...,"reason":...,"revision":...}. To evaluate a bundle,
       extract it (tar xzf) and pass the directory.
+
+  countersign policy scope -policy PATH [-policy PATH]... -principal JSON -bucket B
+                           [-access CLASS] [-prefix P] [-table JSON] [PATH...]
+      Compile what the principal may reach in the bucket (one access class,
+      or all): the key prefixes and IAM actions, and the STS session policy
+      per-principal sessions and vended credentials are minted with.
+      Prints {"scope":{"grants":[...],"exact":...},"session_policy":...}.
 `
 
-// runPolicy implements `countersign policy test|eval`.
+// runPolicy implements `countersign policy test|eval|scope`.
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return commands{prog: "countersign policy", usage: policyUsage, table: map[string]command{
-		"test": runPolicyTest,
-		"eval": runPolicyEval,
+		"test":  runPolicyTest,
+		"eval":  runPolicyEval,
+		"scope": runPolicyScope,
 	}}.run(ctx, args, stdout, stderr)
 }
 
