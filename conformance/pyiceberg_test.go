@@ -3,10 +3,14 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,15 +76,26 @@ type pyResult struct {
 // runPyIceberg runs testdata/pyiceberg_botocore.py against srv through cs.
 func runPyIceberg(t *testing.T, srv *s3Server, cs *signerProc, token, prefix, mode string) *pyResult {
 	t.Helper()
+	return runPyIcebergAuth(t, srv, cs, token, prefix, mode, nil)
+}
+
+// runPyIcebergAuth is runPyIceberg with PyIceberg 0.11+'s auth manager
+// (auth: client_id, client_secret, token_url) handed to the signer.
+func runPyIcebergAuth(t *testing.T, srv *s3Server, cs *signerProc, token, prefix, mode string, auth map[string]string) *pyResult {
+	t.Helper()
 	py := pythonForBotocore(t)
 	script, err := filepath.Abs("testdata/pyiceberg_botocore.py")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := json.Marshal(map[string]string{
+	c := map[string]any{
 		"endpoint": srv.endpoint(), "signer_uri": cs.url, "token": token,
 		"bucket": "lake", "prefix": prefix, "mode": mode,
-	})
+	}
+	if auth != nil {
+		c["auth"] = auth
+	}
+	cfg, _ := json.Marshal(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, script, string(cfg))
@@ -237,5 +252,56 @@ func TestPyIcebergReadOnlyAndWrongSecret(t *testing.T) {
 	}
 	if len(res.Observations) == 0 || res.Observations[0].Response == nil {
 		t.Fatal("countersign did not sign the request")
+	}
+}
+
+// TestPyIcebergAuthManager runs the signer as PyIceberg 0.11+ does with a
+// REST catalog: the catalog's OAuth2 auth manager is handed to it and its
+// Authorization header is sent instead of the static token (here not a
+// token at all: were it sent, countersign would refuse everything). The
+// token endpoint stands in for the identity provider's (none runs here);
+// it issues this module's test IdP tokens for one client.
+func TestPyIcebergAuthManager(t *testing.T) {
+	srv := startS3(t)
+	srv.CreateBucket(t, "lake")
+	cs := startCountersign(t, baseConfig(t, srv.Port, ""), secretEnv()...)
+	var issued atomic.Int64
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" || r.PostFormValue("grant_type") != "client_credentials" ||
+			r.PostFormValue("client_id") != "py-writer" || r.PostFormValue("client_secret") != "py-secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+			return
+		}
+		issued.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"access_token": defaultToken(), "token_type": "bearer", "expires_in": 3600})
+	}))
+	defer idp.Close()
+	res := runPyIcebergAuth(t, srv, cs, "not-a-token", "wh/py-auth/", "workload",
+		map[string]string{"client_id": "py-writer", "client_secret": "py-secret", "token_url": idp.URL + "/v1/oauth/tokens"})
+	signed := 0
+	for _, o := range res.Observations {
+		if o.Response != nil {
+			signed++
+		} else if o.Operation != "DeleteObjects" {
+			t.Fatalf("%s not signed: %d %s", o.Operation, o.Status, o.Error)
+		}
+	}
+	for _, r := range res.Results {
+		if !r.OK && r.Step != "DeleteObjects" {
+			t.Fatalf("step %s failed: %s %s", r.Step, r.ErrorType, r.Error)
+		}
+	}
+	if signed < 5 || issued.Load() != 1 {
+		t.Fatalf("%d signed with the auth manager's header, %d tokens issued (want one, kept)", signed, issued.Load())
+	}
+	// A wrong client secret: the auth manager gets no token, nothing is signed.
+	res = runPyIcebergAuth(t, srv, cs, defaultToken(), "wh/py-auth2/", "workload",
+		map[string]string{"client_id": "py-writer", "client_secret": "wrong", "token_url": idp.URL + "/v1/oauth/tokens"})
+	for _, r := range res.Results {
+		if r.OK && strings.HasPrefix(r.Step, "PutObject") {
+			t.Fatalf("step %s succeeded without the auth manager's token", r.Step)
+		}
 	}
 }

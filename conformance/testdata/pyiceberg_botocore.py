@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """PyIceberg's remote signing on Debian's python3-botocore, against countersign.
 
-The signer below is PyIceberg's S3V4RestSigner (pyiceberg/io/fsspec.py)
-step for step: on botocore's "before-sign.s3" event it POSTs
-{method, region, uri, headers} (no body, not even for DeleteObjects) with
-"Authorization: Bearer <token>" and the header.* properties to
+The signer below is PyIceberg's S3V4RestSigner (pyiceberg/io/fsspec.py,
+as of PyIceberg 0.11 and 0.12) step for step: on botocore's
+"before-sign.s3" event it POSTs {method, region, uri, headers} (no body,
+not even for DeleteObjects) with an Authorization header (the REST
+catalog's auth manager's, which PyIceberg 0.11+ hands to the FileIO as
+property "auth.manager" (iceberg-python #2846), else "Bearer <token>")
+and the header.* properties to
 <s3.signer.uri>/<s3.signer.endpoint>, then *appends* every returned header
 to the request with add_header (values joined with ", ") and takes the
 returned uri. The S3 client signs nothing itself (signature_version
@@ -17,7 +20,13 @@ test (pyiceberg_test.go) asserts on it.
 
 Usage: pyiceberg_botocore.py CONFIG_JSON
   CONFIG_JSON: {"endpoint", "signer_uri", "token", "bucket", "prefix",
-                "mode": "workload" | "denied-write" | "wrong-secret"}
+                "mode": "workload" | "denied-write" | "wrong-secret",
+                "auth": optional {"client_id", "client_secret", "token_url"}:
+                        PyIceberg's OAuth2AuthManager (client credentials)}
+
+PyIceberg itself cannot be installed here (its registry is not reachable
+and Debian packages neither it nor s3fs or aiobotocore): this copy of its
+signer and auth manager runs on Debian's botocore instead.
 """
 
 import hashlib
@@ -25,6 +34,7 @@ import json
 import os
 import struct
 import sys
+import time
 
 import botocore
 import botocore.session
@@ -39,6 +49,7 @@ S3_SIGNER_ENDPOINT = "s3.signer.endpoint"
 S3_SIGNER_ENDPOINT_DEFAULT = "v1/aws/s3/sign"
 URI = "uri"
 TOKEN = "token"
+AUTH_MANAGER = "auth.manager"  # pyiceberg.catalog.rest.auth.AUTH_MANAGER
 
 
 class SignError(Exception):
@@ -47,6 +58,46 @@ class SignError(Exception):
 
 def get_header_properties(properties):
     return {k[len("header."):]: v for k, v in properties.items() if k.startswith("header.")}
+
+
+class OAuth2TokenProvider:
+    """pyiceberg.catalog.rest.auth.OAuth2TokenProvider: client credentials
+    at token_url, the token kept until refresh_margin seconds before it
+    expires."""
+
+    def __init__(self, client_id, client_secret, token_url, scope=None, refresh_margin=60, expires_in=None):
+        self.client_id, self.client_secret, self.token_url = client_id, client_secret, token_url
+        self.scope, self.refresh_margin, self.expires_in = scope, refresh_margin, expires_in
+        self._token = None
+        self._expires_at = 0
+
+    def _refresh_token(self):
+        data = {"grant_type": "client_credentials", "client_id": self.client_id, "client_secret": self.client_secret}
+        if self.scope:
+            data["scope"] = self.scope
+        response = requests.post(self.token_url, data=data)
+        response.raise_for_status()
+        result = response.json()
+        expires_in = result.get("expires_in", self.expires_in)
+        if expires_in is None:
+            raise ValueError("The expiration time of the Token must be provided by the Server in the Access Token Response in `expires_in` field, or by the PyIceberg Client.")
+        self._token = result["access_token"]
+        self._expires_at = time.monotonic() + expires_in - self.refresh_margin
+
+    def get_token(self):
+        if not self._token or time.monotonic() >= self._expires_at:
+            self._refresh_token()
+        return self._token
+
+
+class OAuth2AuthManager:
+    """pyiceberg.catalog.rest.auth.OAuth2AuthManager."""
+
+    def __init__(self, client_id, client_secret, token_url, scope=None, refresh_margin=60, expires_in=None):
+        self.token_provider = OAuth2TokenProvider(client_id, client_secret, token_url, scope, refresh_margin, expires_in)
+
+    def auth_header(self):
+        return f"Bearer {self.token_provider.get_token()}"
 
 
 class S3V4RestSigner:
@@ -63,8 +114,16 @@ class S3V4RestSigner:
         signer_endpoint = self.properties.get(S3_SIGNER_ENDPOINT, S3_SIGNER_ENDPOINT_DEFAULT)
 
         signer_headers = {}
-        if token := self.properties.get(TOKEN):
-            signer_headers["Authorization"] = f"Bearer {token}"
+
+        auth_header = None
+        if auth_manager := self.properties.get(AUTH_MANAGER):
+            auth_header = auth_manager.auth_header()
+        elif token := self.properties.get(TOKEN):
+            auth_header = f"Bearer {token}"
+
+        if auth_header:
+            signer_headers["Authorization"] = auth_header
+
         signer_headers.update(get_header_properties(self.properties))
 
         signer_body = {
@@ -134,6 +193,9 @@ def main():
         TOKEN: cfg["token"],
         "header.X-Iceberg-Access-Delegation": "remote-signing",
     }
+    if auth := cfg.get("auth"):
+        # RestCatalog._load_file_io: merged_properties[AUTH_MANAGER] = self._auth_manager
+        properties[AUTH_MANAGER] = OAuth2AuthManager(**auth)
     observations = []
     sent = []
     results = []
