@@ -272,3 +272,38 @@ func TestScopeManyGrants(t *testing.T) {
 		t.Fatalf("%d grants (exact %v), want 2000", len(s.Grants), s.Exact)
 	}
 }
+
+// TestScopeConcurrent: an Engine compiles scopes from many goroutines at
+// once (its partial queries are prepared once and shared), each the same
+// as alone; run with -race.
+func TestScopeConcurrent(t *testing.T) {
+	e := loadExampleEngine(t, "combined")
+	q := policy.ScopeQuery{Principal: scopeEve, Bucket: "lake", Table: tableT}
+	want := grantsOf(scopeOf(t, e, q))
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			q := q
+			if i%2 == 1 {
+				q.Table = nil
+			}
+			for range 3 {
+				s, err := e.Scope(context.Background(), q)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if q.Table != nil && !slices.Equal(grantsOf(s), want) {
+					errs <- fmt.Errorf("concurrent scope %q, want %q", grantsOf(s), want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
