@@ -161,6 +161,22 @@ func appendStripped(b []byte, s string, trim bool) []byte {
 		k++
 	}
 	s = s[k : j+1]
+	if !strings.Contains(s, "  ") {
+		// No run to collapse (session tokens, ~1-3 KB, never have one):
+		// one copy instead of a byte at a time.
+		b = append(b, s...)
+	} else {
+		b = appendCollapsed(b, s)
+	}
+	if trim {
+		t := bytes.TrimSpace(b[start:])
+		b = b[:start+copy(b[start:], t)]
+	}
+	return b
+}
+
+// appendCollapsed appends s with every run of spaces collapsed to one.
+func appendCollapsed(b []byte, s string) []byte {
 	spaces := 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == ' ' {
@@ -172,10 +188,6 @@ func appendStripped(b []byte, s string, trim bool) []byte {
 		}
 		spaces = 0
 		b = append(b, s[i])
-	}
-	if trim {
-		t := bytes.TrimSpace(b[start:])
-		b = b[:start+copy(b[start:], t)]
 	}
 	return b
 }
