@@ -90,7 +90,10 @@ func (l *Locations) learn(token [32]byte, table, location string) {
 // catalog's answer to a loadTable with the caller's Authorization.
 func (l *Locations) Locate(ctx context.Context, token [32]byte, authorization []byte, table string) (string, error) {
 	key := locationKey{token, table}
-	e, ok := l.cache.Get(key)
+	// Peek takes the read lock only: the sign route's lookups do not
+	// contend. Recency is kept by the refresh instead: an entry in use is
+	// added again every TTL, which moves it to the front.
+	e, ok := l.cache.Peek(key)
 	now := l.now()
 	if ok && now.Sub(e.at) < l.ttl {
 		return e.location, nil
