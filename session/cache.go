@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -87,7 +88,13 @@ const (
 // request never waits for STS, and Purge (on policy reload) drops them all.
 // It is safe for concurrent use.
 type Cache struct {
-	opts    CacheOptions
+	opts CacheOptions
+	// front is a lock-free table in front of byKey: a hit takes no lock
+	// (the LRUs' mutex convoys when a thread holding it is descheduled on
+	// a loaded machine). Entries are checked against the key and the
+	// generation; Purge clears it.
+	front   [frontSize]atomic.Pointer[frontEntry]
+	seed    maphash.Seed
 	byKey   *lru.Cache[Key, *entry]
 	byScope *lru.Cache[[32]byte, *entry]
 	flight  singleflight.Group
@@ -96,6 +103,14 @@ type Cache struct {
 	stop    chan struct{}
 	done    sync.WaitGroup
 	closeMu sync.Once
+}
+
+const frontSize = 1024
+
+// frontEntry is one slot of Cache.front.
+type frontEntry struct {
+	key Key
+	e   *entry
 }
 
 // entry is one session and what it was minted from, for renewal.
@@ -149,7 +164,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cache{opts: opts, byKey: byKey, byScope: byScope, renew: make(chan struct{}, 1), stop: make(chan struct{})}, nil
+	return &Cache{opts: opts, seed: maphash.MakeSeed(), byKey: byKey, byScope: byScope, renew: make(chan struct{}, 1), stop: make(chan struct{})}, nil
 }
 
 // Get returns the session to sign k's request with, minting one on a miss
@@ -157,9 +172,17 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 // left. Errors wrap ErrUnavailable.
 func (c *Cache) Get(ctx context.Context, k Key, p *policyinput.Principal, t *policyinput.Table) (Credentials, error) {
 	now := c.opts.Now()
-	if e, ok := c.byKey.Get(k); ok {
+	slot := &c.front[c.slot(&k)]
+	var e *entry
+	if f := slot.Load(); f != nil && f.key == k && f.e.gen == c.gen.Load() {
+		e = f.e
+	} else if le, ok := c.byKey.Get(k); ok {
+		e = le
+		slot.Store(&frontEntry{key: k, e: le})
+	}
+	if e != nil {
 		if cr := e.creds.Load(); cr.Expires.Sub(now) >= c.opts.MinRemaining {
-			e.lastUsed.Store(now.UnixNano())
+			c.used(e, k, now)
 			if cr.Expires.Sub(now) < c.opts.RenewBefore {
 				c.nudge()
 			}
@@ -167,6 +190,30 @@ func (c *Cache) Get(ctx context.Context, k Key, p *policyinput.Principal, t *pol
 		}
 	}
 	return c.miss(ctx, k, p, t)
+}
+
+// used notes that e signed now, at most once a second: then it also
+// refreshes e's place in both LRUs, which hits in the front do not touch.
+func (c *Cache) used(e *entry, k Key, now time.Time) {
+	n := now.UnixNano()
+	if n-e.lastUsed.Load() < int64(time.Second) {
+		return
+	}
+	e.lastUsed.Store(n)
+	c.byKey.Get(k)
+	c.byScope.Get(e.scope)
+}
+
+// slot is k's place in the front: its token hash's first bytes (SHA-256
+// output) mixed with its needs' and table's strings.
+func (c *Cache) slot(k *Key) uint64 {
+	h := binary.LittleEndian.Uint64(k.Token[:8])
+	for i := range k.Needs {
+		h = h*0x9e3779b97f4a7c15 ^ maphash.String(c.seed, k.Needs[i].Action)
+		h = h*0x9e3779b97f4a7c15 ^ maphash.String(c.seed, k.Needs[i].Bucket)
+	}
+	h = h*0x9e3779b97f4a7c15 ^ maphash.String(c.seed, k.TablePath)
+	return h % frontSize
 }
 
 // miss compiles the session policy and finds or mints its session, once
@@ -218,6 +265,9 @@ func (c *Cache) miss(ctx context.Context, k Key, p *policyinput.Principal, t *po
 // may have. Mints under way do not enter the cache.
 func (c *Cache) Purge() {
 	c.gen.Add(1)
+	for i := range c.front {
+		c.front[i].Store(nil)
+	}
 	c.byKey.Purge()
 	c.byScope.Purge()
 }

@@ -320,6 +320,9 @@ func TestKeyAdd(t *testing.T) {
 	}
 }
 
+// BenchmarkCacheHit: parallel hits on one session. With the lock-free
+// front 246-835 ns/op, without it (every hit through the LRU's mutex)
+// 741-1604 ns/op, alternated on the loaded 2-core machine (-count 2, twice).
 func BenchmarkCacheHit(b *testing.B) {
 	clk := newClock()
 	c, err := NewCache(CacheOptions{Minter: &countingMinter{now: clk.now}, Policies: BucketWidePolicies{}, Now: clk.now})
