@@ -2,15 +2,18 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/countersign/countersign/policy/internal/cover"
 	"github.com/countersign/countersign/s3req"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
@@ -80,7 +83,17 @@ type scopeCompiler struct {
 	once    sync.Once
 	prepErr error
 	queries map[scopeKind]rego.PreparedPartialQuery
+
+	// cache holds recent scopes by query (an Engine is immutable, so a
+	// scope never outlives the policy it was compiled from), and
+	// partials counts partial evaluations (tests).
+	cache    *lru.Cache[[32]byte, Scope]
+	partials atomic.Int64
 }
+
+// scopeCacheSize is how many compiled scopes an Engine keeps: a mint or a
+// session-cache miss asks again for the same principal, class and table.
+const scopeCacheSize = 1024
 
 // scopeKind is what is unknown in a partial evaluation.
 type scopeKind uint8
@@ -107,6 +120,7 @@ var scopeDefined = []ast.Ref{
 }
 
 func (c *scopeCompiler) prepare() {
+	c.cache, _ = lru.New[[32]byte, Scope](scopeCacheSize) // cannot fail: the size is positive
 	c.queries = map[scopeKind]rego.PreparedPartialQuery{}
 	for _, k := range []scopeKind{scopeObject, scopeListPrefix, scopeBucketLevel} {
 		opts := []func(*rego.Rego){
@@ -134,6 +148,16 @@ func (e *Engine) Scope(ctx context.Context, q ScopeQuery) (Scope, error) {
 	if err != nil {
 		return Scope{}, err
 	}
+	if e.scope == nil {
+		return Scope{}, fmt.Errorf("%w: the engine has no scope compiler", ErrScopeQuery)
+	}
+	e.scope.once.Do(e.scope.prepare)
+	key, keyed := q.cacheKey()
+	if keyed {
+		if s, ok := e.scope.cache.Get(key); ok {
+			return s.clone(), nil
+		}
+	}
 	out := Scope{Exact: true, Revision: e.revision}
 	var grants []ScopeGrant
 	var whys []string
@@ -150,7 +174,34 @@ func (e *Engine) Scope(ctx context.Context, q ScopeQuery) (Scope, error) {
 	}
 	out.Grants = mergeGrants(grants)
 	out.Why = strings.Join(whys, "; ")
+	if keyed {
+		e.scope.cache.Add(key, out.clone())
+	}
 	return out, nil
+}
+
+// cacheKey is the SHA-256 of q's JSON (map keys sorted, so equal queries
+// give equal keys).
+func (q ScopeQuery) cacheKey() ([32]byte, bool) {
+	raw, err := json.Marshal(q)
+	if err != nil {
+		return [32]byte{}, false
+	}
+	return sha256.Sum256(raw), true
+}
+
+// clone is s with its own grant slices: a cached scope is never shared
+// with a caller that might change it.
+func (s Scope) clone() Scope {
+	out := s
+	out.Grants = make([]ScopeGrant, len(s.Grants))
+	for i, g := range s.Grants {
+		out.Grants[i] = ScopeGrant{Bucket: g.Bucket, Prefix: g.Prefix, Actions: slices.Clone(g.Actions)}
+	}
+	if s.Grants == nil {
+		out.Grants = nil
+	}
+	return out
 }
 
 func (q ScopeQuery) classes() ([]s3req.Access, error) {
@@ -179,9 +230,6 @@ func (e *Engine) scopeClass(ctx context.Context, q ScopeQuery, class s3req.Acces
 	fallback := func(why string) ([]ScopeGrant, string, error) {
 		g := []ScopeGrant{{Bucket: q.Bucket, Prefix: q.Prefix, Actions: actions}}
 		return g, why, nil
-	}
-	if e.scope == nil {
-		return fallback("the policy is not compiled for scopes")
 	}
 	if class != s3req.AccessList {
 		set, why, err := e.cover(ctx, q, class, scopeObject)
@@ -261,7 +309,6 @@ func mergeGrants(gs []ScopeGrant) []ScopeGrant {
 // errScopeFallback is the policy's; any other is ctx's.
 func (e *Engine) cover(ctx context.Context, q ScopeQuery, class s3req.Access, k scopeKind) (cover.Set, string, error) {
 	c := e.scope
-	c.once.Do(c.prepare)
 	if c.prepErr != nil {
 		return cover.Set{}, "", fmt.Errorf("%w: preparing the partial evaluation: %v", errScopeFallback, c.prepErr)
 	}
@@ -269,6 +316,7 @@ func (e *Engine) cover(ctx context.Context, q ScopeQuery, class s3req.Access, k 
 	if err != nil {
 		return cover.Set{}, "", err
 	}
+	c.partials.Add(1)
 	pqs, err := c.queries[k].Partial(ctx, rego.EvalParsedInput(known))
 	if err != nil {
 		if ctx.Err() != nil {
