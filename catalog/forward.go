@@ -86,7 +86,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 		f.upstreamFailed(ctx, method, path, err)
 		return
 	}
-	if rt.kind == kindStream || resp.StatusCode < 200 || resp.StatusCode > 299 || resp.StatusCode == http.StatusNoContent {
+	if rt.kind == kindStream || method == http.MethodHead || resp.StatusCode < 200 || resp.StatusCode > 299 || resp.StatusCode == http.StatusNoContent {
 		f.stream(ctx, resp, cancel)
 		return
 	}
@@ -101,6 +101,13 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 		writeError(ctx, http.StatusBadGateway, "BadGatewayException", fmt.Sprintf(
 			"the catalog's answer to %s %s is larger than catalog.max_response_bytes (%d); countersign reads table and configuration answers whole to remove credentials",
 			method, truncate(path), f.cfg.MaxResponseBytes), 0)
+		return
+	}
+	if len(bytes.TrimSpace(data)) == 0 && rt.kind != kindTable {
+		// An empty answer (tableExists on a catalog that answers 200)
+		// carries nothing to remove.
+		copyHeaders(ctx, resp.Header)
+		ctx.SetStatusCode(resp.StatusCode)
 		return
 	}
 	out, err := f.answer(ctx, rt, data)

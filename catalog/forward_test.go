@@ -214,3 +214,26 @@ func assertErrorModel(t *testing.T, resp *http.Response, status int, msg string)
 		t.Fatalf("want %d in Iceberg's error model with %q, got %d %s", status, msg, resp.StatusCode, b)
 	}
 }
+
+func TestEmptyAnswersPassThrough(t *testing.T) {
+	up, got := recordingUpstream(t, http.StatusOK, "", nil)
+	front := serveFront(t, newFront(t, Config{Upstream: up.URL}, nil))
+	for _, method := range []string{"HEAD", "POST"} {
+		req, _ := http.NewRequest(method, front+"/v1/namespaces/db/tables/t/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s with an empty answer: %d", method, resp.StatusCode)
+		}
+		<-got
+	}
+	// An empty table answer is not a table answer: refused.
+	resp, err := http.Get(front + "/v1/namespaces/db/tables/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertErrorModel(t, resp, http.StatusBadGateway, "cannot read the catalog's answer")
+}
