@@ -883,7 +883,7 @@ func TestScopeKeyCoversInput(t *testing.T) {
 		"Input":     {"Version", "Principal", "Operation", "Action", "Access", "Resource", "CopySource", "Table", "Request", "Source", "Mint"},
 		"Principal": {"ID", "Issuer", "Groups", "Claims", "Key"},
 		"Resource":  {"Bucket", "Key", "Prefix", "ARN", "VersionID"},
-		"Table":     {"Prefix", "Namespace", "Name"},
+		"Table":     {"Prefix", "Namespace", "Name", "Location"},
 		"Request":   {"Method", "Region", "Host", "Headers"},
 		"Source":    {"IP"},
 	}
