@@ -306,3 +306,42 @@ func TestHeadBucketIsNotGranted(t *testing.T) {
 		t.Fatalf("GetBucketLocation not allowed:\n%s", doc.JSON())
 	}
 }
+
+// TestNarrowerPolicyNarrowerDocument: the compiled document follows the
+// policy: eve (etl: wh/db/) gets a wider document than ann (analysts:
+// wh/db/t/, wh/sales/), the table route narrower still, and none of them
+// is the bucket.
+func TestNarrowerPolicyNarrowerDocument(t *testing.T) {
+	ctx := context.Background()
+	doc := func(policyName string, p policy.Principal, table *policy.Table) iamDoc {
+		t.Helper()
+		s, err := loadExample(t, policyName).Scope(ctx, policy.ScopeQuery{Principal: p, Access: "read", Bucket: "lake", Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := sessionpolicy.Compile(s, sessionpolicy.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parseDoc(t, d.JSON())
+	}
+	wide, narrow, table := doc("grants", eve, nil), doc("grants", ann, nil), doc("table-scope", ann, tables[1])
+	reads := func(d iamDoc, key string) bool {
+		return d.allows(t, iamRequest{action: "s3:GetObject", resource: "arn:aws:s3:::lake/" + key})
+	}
+	for _, c := range []struct {
+		key                 string
+		wide, narrow, table bool
+	}{
+		{"wh/db/t/data/f.parquet", true, true, true},
+		{"wh/db/t2/data/f.parquet", true, false, false},
+		{"wh/sales/q1.parquet", false, true, false},
+		{"wh/db/t_old/f.parquet", true, false, false},
+		{"other/f.parquet", false, false, false},
+		{"f.parquet", false, false, false},
+	} {
+		if reads(wide, c.key) != c.wide || reads(narrow, c.key) != c.narrow || reads(table, c.key) != c.table {
+			t.Errorf("%s: eve %v ann %v table %v, want %v %v %v", c.key, reads(wide, c.key), reads(narrow, c.key), reads(table, c.key), c.wide, c.narrow, c.table)
+		}
+	}
+}
