@@ -243,3 +243,76 @@ func TestSkipDecisionHookNotInProduction(t *testing.T) {
 		t.Fatalf("the binary built with %s lacks %s: this test checks nothing", testHookTag, testHookHeader)
 	}
 }
+
+// TestPerPrincipalSessionNames: what SeaweedFS's STS accepts but ignores —
+// SourceIdentity and session tags — checked at the e2e suite's stand-in
+// STS (assumeRoleSTS, sts_test.go: it records every AssumeRole and mints
+// the session in versitygw, which then validates the signatures). A
+// principal whose id has characters STS does not allow is named by its
+// encoding; its groups are a tag; one principal's requests share one
+// session; the inline session policy is the scope of what it asked.
+func TestPerPrincipalSessionNames(t *testing.T) {
+	const baseAccessKey, baseSecretKey = "CSE2ESESSIONBASE", "cse2e-session-base-secret"
+	gw := startS3WithIAM(t)
+	gw.CreateBucket(t, "lake")
+	role := gw.CreateRole(t, "lake-sessions", []string{"s3:GetObject", "s3:PutObject"}, "arn:aws:s3:::lake/*")
+	stsFront := startAssumeRoleSTS(t, gw, baseAccessKey, baseSecretKey)
+	env := isolatedAWSEnv(t, baseAccessKey, baseSecretKey, stsFront.url)
+
+	cfg := baseConfig(t, gw.Port)
+	static := "credentials:\n  source: static\n  access_key_id: " + testAccessKey + "\n"
+	if !strings.Contains(cfg, static) {
+		t.Fatalf("baseConfig has no static credentials block to replace:\n%s", cfg)
+	}
+	cfg = strings.Replace(cfg, static, fmt.Sprintf("credentials:\n  source: assume-role\n  role_arn: %s\n  per_principal: true\n  duration: 15m\n", aws.ToString(role.Arn)), 1)
+	cs := startCountersign(t, cfg, env...)
+	alice := cs.as(testIdP.Mint("alice smith/eu", []string{"engineers", "a:b"}, nil))
+	bob := cs.as(testIdP.Mint("bob", []string{"engineers"}, nil))
+	h := &harness{s3: gw.s3Server, cs: alice, ctx: context.Background()}
+	uri := styles(gw.Port)[1].object("lake", "wh/sessions.parquet")
+	data := []byte("PAR1 per principal")
+	h.signAndSend(t, op{name: "PutObject", method: "PUT", uri: uri, headers: javaHeaders("Content-Length", fmt.Sprint(len(data))), body: data})
+	for i := 0; i < 3; i++ {
+		if got := h.signAndSend(t, op{name: "GetObject", method: "GET", uri: uri, headers: javaHeaders()}); !bytes.Equal(got, data) {
+			t.Fatalf("GetObject returned %q", got)
+		}
+	}
+	hb := &harness{s3: gw.s3Server, cs: bob, ctx: context.Background()}
+	if got := hb.signAndSend(t, op{name: "GetObject", method: "GET", uri: uri, headers: javaHeaders()}); !bytes.Equal(got, data) {
+		t.Fatalf("bob's GetObject returned %q", got)
+	}
+
+	// alice: one session for her write, one for her three reads; bob: one.
+	calls := stsFront.requests()
+	if len(calls) != 3 {
+		t.Fatalf("%d AssumeRole calls, want 3 (alice's write and read sessions, bob's read): %+v", len(calls), calls)
+	}
+	want := map[string]struct{ name, tags, action string }{
+		"alice-write": {"alice=20smith=2Feu", "countersign:groups=a=3Ab:engineers countersign:issuer=https=3A=2F=2Fidp.e2e.test countersign:principal=alice=20smith=2Feu", "s3:PutObject"},
+		"alice-read":  {"alice=20smith=2Feu", "countersign:groups=a=3Ab:engineers countersign:issuer=https=3A=2F=2Fidp.e2e.test countersign:principal=alice=20smith=2Feu", "s3:GetObject"},
+		"bob-read":    {"bob", "countersign:groups=engineers countersign:issuer=https=3A=2F=2Fidp.e2e.test countersign:principal=bob", "s3:GetObject"},
+	}
+	for i, name := range []string{"alice-write", "alice-read", "bob-read"} {
+		c, w := calls[i], want[name]
+		if c.CallerAccessKey != baseAccessKey || c.RoleArn != aws.ToString(role.Arn) || c.RoleSessionName != w.name || c.SourceIdentity != w.name || c.Tags != w.tags || c.DurationSeconds != "900" || c.Issued == nil {
+			t.Errorf("%s: AssumeRole %+v\nwant session name and source identity %q, tags %q", name, c, w.name, w.tags)
+		}
+		// The e2e policy grants group engineers bucket lake except keys
+		// under denied/: not a prefix set, so the class is bucket-wide,
+		// narrowed to the one action asked for.
+		wantPolicy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["` + w.action + `"],"Resource":["arn:aws:s3:::lake/*"]}]}`
+		if c.Policy != wantPolicy {
+			t.Errorf("%s: session policy %s\nwant %s", name, c.Policy, wantPolicy)
+		}
+	}
+	// The log names the sessions, never their secrets.
+	log := cs.log.String()
+	for _, c := range calls {
+		if c.Issued != nil && (strings.Contains(log, c.Issued.SecretAccessKey) || strings.Contains(log, c.Issued.SessionToken)) {
+			t.Fatal("a session secret is in countersign's log")
+		}
+		if !strings.Contains(log, `"source_identity":"`+c.SourceIdentity+`"`) {
+			t.Fatalf("no log line names session %s:\n%s", c.SourceIdentity, log)
+		}
+	}
+}

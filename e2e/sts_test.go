@@ -90,7 +90,11 @@ type assumeRoleCall struct {
 	RoleSessionName string
 	DurationSeconds string
 	ExternalID      string
-	Issued          *testsupport.SessionCreds // nil when refused
+	// What per-principal sessions send besides: the inline session
+	// policy, SourceIdentity and session tags ("key=value", in order).
+	Policy, SourceIdentity string
+	Tags                   string
+	Issued                 *testsupport.SessionCreds // nil when refused
 	ErrorCode       string                    // when refused
 }
 
@@ -144,6 +148,13 @@ func (s *assumeRoleSTS) assumeRole(r *http.Request, g *iamGateway, base aws.Cred
 	call.RoleSessionName = r.PostForm.Get("RoleSessionName")
 	call.DurationSeconds = r.PostForm.Get("DurationSeconds")
 	call.ExternalID = r.PostForm.Get("ExternalId")
+	call.Policy = r.PostForm.Get("Policy")
+	call.SourceIdentity = r.PostForm.Get("SourceIdentity")
+	var tags []string
+	for i := 1; r.PostForm.Has(fmt.Sprintf("Tags.member.%d.Key", i)); i++ {
+		tags = append(tags, r.PostForm.Get(fmt.Sprintf("Tags.member.%d.Key", i))+"="+r.PostForm.Get(fmt.Sprintf("Tags.member.%d.Value", i)))
+	}
+	call.Tags = strings.Join(tags, " ")
 
 	// AWS answers AccessDenied for a role that does not exist too.
 	out, err := g.IAM.GetRole(r.Context(), &iam.GetRoleInput{RoleName: aws.String(roleName(call.RoleArn))})
