@@ -95,7 +95,7 @@ type assumeRoleCall struct {
 	Policy, SourceIdentity string
 	Tags                   string
 	Issued                 *testsupport.SessionCreds // nil when refused
-	ErrorCode       string                    // when refused
+	ErrorCode              string                    // when refused
 }
 
 func startAssumeRoleSTS(t testing.TB, g *iamGateway, baseAccessKey, baseSecretKey string) *assumeRoleSTS {
