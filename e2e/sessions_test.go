@@ -316,3 +316,37 @@ func TestPerPrincipalSessionNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPerPrincipalSTSDown: with per-principal sessions and STS unreachable,
+// a sign request the policy allows is answered 503 with Retry-After,
+// carries no signature, and its audit record has none either.
+func TestPerPrincipalSTSDown(t *testing.T) {
+	s3srv := startS3(t)
+	ad := newAuditDir(t)
+	cfg := baseConfigAudit(t, s3srv.Port, ad)
+	static := "credentials:\n  source: static\n  access_key_id: " + testAccessKey + "\n"
+	cfg = strings.Replace(cfg, static, "credentials:\n  source: assume-role\n  role_arn: arn:aws:iam::"+testsupport.AccountID+":role/lake-sessions\n  per_principal: true\n", 1)
+	down := fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t)) // nothing listens
+	p := servers.StartCountersign(t, cfg, isolatedAWSEnv(t, "CSE2EDOWNBASE", "cse2e-down-secret", down)...)
+	cs := &signerProc{url: p.URL, log: p.Log, token: defaultToken(), cmd: p.Cmd}
+	for i := 0; i < 2; i++ { // a failure is not cached
+		status, res, ierr, hdr := cs.sign(t, "", signRequest{Region: testRegion, URI: styles(s3srv.Port)[1].object("lake", "wh/a.parquet"), Method: "GET", Headers: javaHeaders()})
+		if status != http.StatusServiceUnavailable || res != nil || hdr.Get("Retry-After") == "" || !strings.Contains(ierr.Error.Message, "nothing was signed") {
+			t.Fatalf("STS down: %d %+v %+v Retry-After %q", status, res, ierr, hdr.Get("Retry-After"))
+		}
+	}
+	p.Stop()
+	var access int
+	for _, r := range auditJSONL(t, ad.Dir) {
+		if r["kind"] != "access" {
+			continue
+		}
+		access++
+		if r["signing"] != nil || r["status"] != float64(503) {
+			t.Fatalf("record of a refused request: %v", r)
+		}
+	}
+	if access != 2 {
+		t.Fatalf("%d access records, want 2", access)
+	}
+}
