@@ -18,7 +18,11 @@ type VerifyOptions struct {
 	Verifiers note.Verifiers
 	// Partial accepts node logs that start after seq 0.
 	Partial bool
-	// Parallel is how many nodes are verified at once (default GOMAXPROCS).
+	// Parallel is how many nodes are verified at once. Default: every node
+	// (up to maxParallel), so that the CPUs stay busy to the end: with 3
+	// nodes on 2 CPUs, verifying 2 then 1 would leave a CPU idle for the
+	// last third. Each costs little memory (a read buffer and the tree
+	// hashes since the last checkpoint).
 	Parallel int
 	// Versions, if set, lists the other versions of a node's files (a
 	// versioned, Object Lock bucket keeps every version): each is one more
@@ -32,6 +36,9 @@ type VerifyOptions struct {
 type VersionLister interface {
 	Versions(ctx context.Context, node string) ([]Copy, error)
 }
+
+// maxParallel bounds the default Parallel.
+const maxParallel = 16
 
 // NodeReport is one node's verification.
 type NodeReport struct {
@@ -60,7 +67,7 @@ func Verify(ctx context.Context, nodes []Node, opts VerifyOptions) ([]NodeReport
 	}
 	par := opts.Parallel
 	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
+		par = min(max(len(nodes), runtime.GOMAXPROCS(0)), maxParallel)
 	}
 	reports := make([]NodeReport, len(nodes))
 	sem := make(chan struct{}, par)

@@ -19,7 +19,7 @@ func runAuditFleetVerify(ctx context.Context, args []string, stdout, stderr io.W
 	vf.register(fs)
 	partial := fs.Bool("partial", false, "node logs may start after seq 0")
 	versions := fs.Bool("versions", true, "with -config: every version of every object must agree (a versioned, Object Lock bucket keeps them all)")
-	parallel := fs.Int("parallel", 0, "nodes verified at once (default: the number of CPUs)")
+	parallel := fs.Int("parallel", 0, "nodes verified at once (default: all of them, up to 16)")
 	if !auditParseFlags(fs, args, stderr, 0) {
 		return 2
 	}
