@@ -187,6 +187,8 @@ func TestScopeFallback(t *testing.T) {
 			[]string{"lake/wh/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
 		{"arn", `allow if startswith(input.resource.arn, "arn:aws:s3:::lake/wh/db/")`, true,
 			[]string{"lake/wh/db/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
+		{"computed allow", "allow := count(deny) == 0 if input.principal.id != \"\"\n\ndeny contains \"outside\" if not startswith(input.resource.key, \"wh/db/\")", true,
+			[]string{"lake/wh/db/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
 		{"equality", `allow if input.resource.key == "wh/db/t/metadata/v1.json"`, true,
 			[]string{"lake/wh/db/t/metadata/v1.json: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
 	}

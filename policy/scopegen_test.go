@@ -75,7 +75,12 @@ func genPolicy(r *rand.Rand) string {
 	b.WriteString("package countersign.authz\n\ndefault allow := false\n\n")
 	b.WriteString("under(res, p) if startswith(res.key, p)\n\n")
 	b.WriteString("blocked if {\n" + genBody(r, 2) + "\n}\n\n")
-	switch r.IntN(3) {
+	switch r.IntN(4) {
+	case 3: // a computed allow (README, "Policies")
+		b.WriteString("allow := count(deny) == 0 if {\n" + genBody(r, 0) + "\n}\n\n")
+		for i := range 1 + r.IntN(2) {
+			fmt.Fprintf(&b, "deny contains \"d%d\" if {\n%s\n}\n\n", i, genBody(r, 1))
+		}
 	case 0: // plain allow rules
 		for range 1 + r.IntN(3) {
 			b.WriteString("allow if {\n" + genBody(r, 0) + "\n}\n\n")

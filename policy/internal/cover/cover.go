@@ -615,6 +615,13 @@ func (a *analyzer) call2(x *ast.Expr, ts []*ast.Term, e env) Set {
 		}
 		return a.lost(&ast.Expr{Terms: ts}, e)
 	}
+	if bi, ok := ast.BuiltinMap[op]; ok && op != "eq" && op != "assign" && len(args) == bi.Decl.Arity()+1 {
+		// f(a, b, true): the call's value is true, as the expression f(a, b)
+		// (what `allow := count(deny) == 0` leaves).
+		if out := a.resolve(args[len(args)-1], e, 0); out.kind == kConst && out.c.Compare(ast.Boolean(true)) == 0 {
+			return a.call2(x, ts[:len(ts)-1], e)
+		}
+	}
 	switch op {
 	case "eq", "assign", "equal":
 		if len(args) != 2 {
