@@ -60,7 +60,9 @@ manifests:
 # Conformance with real Iceberg clients (own module: iceberg-go and arrow):
 # iceberg-go's table code, the Java S3V4RestSignerClient's semantics on the
 # Go SDK, and PyIceberg's signer hook on Debian's python3-botocore (.ci/run
-# installs it), each through countersign (built with -race) into versitygw.
+# installs it), each through countersign (built with -race) into versitygw;
+# iceberg-go's REST catalog through countersign's catalog front into
+# SeaweedFS's Iceberg catalog (weed from the build cache e2e filled, or WEED=).
 conformance:
 	cd conformance && $(GO) vet ./...
 	cd conformance && COUNTERSIGN_CONFORMANCE_BUILDFLAGS=-race $(GO) test -race -count=1 -timeout 30m ./...
