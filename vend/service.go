@@ -47,12 +47,11 @@ type Options struct {
 
 // Service mints credentials: decided, bounded, minted and recorded.
 type Service struct {
-	st     Stages
-	scopes *scopeCache
-	cfg    Config
-	log    *slog.Logger
-	now    func() time.Time
-	recT   time.Duration
+	st   Stages
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	recT time.Duration
 }
 
 // New wires a Service.
@@ -74,7 +73,6 @@ func New(st Stages, opts Options) (*Service, error) {
 	if s.recT <= 0 {
 		s.recT = 10 * time.Second
 	}
-	s.scopes = newScopeCache(st.Scoper, s.now)
 	return s, nil
 }
 
@@ -213,7 +211,7 @@ func (s *Service) decide(ctx context.Context, m *mint, a Access) ([]Grant, *Erro
 			}
 			return nil, refusal(http.StatusForbidden, msg)
 		}
-		sc, err := s.scopes.scope(ctx, d.Revision, ScopeQuery{Principal: m.req.Identity.Principal, Access: class, Bucket: m.bucket, Prefix: m.prefix, Table: m.req.Table})
+		sc, err := s.st.Scoper.Scope(ctx, ScopeQuery{Principal: m.req.Identity.Principal, Access: class, Bucket: m.bucket, Prefix: m.prefix, Table: m.req.Table})
 		if err != nil {
 			s.log.Error("scope compilation failed", "err", err, "access", class, "request_id", m.req.RequestID)
 			return nil, refusal(http.StatusServiceUnavailable, "the policy's scope is unavailable; nothing was vended")
