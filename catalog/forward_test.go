@@ -237,3 +237,25 @@ func TestEmptyAnswersPassThrough(t *testing.T) {
 	}
 	assertErrorModel(t, resp, http.StatusBadGateway, "cannot read the catalog's answer")
 }
+
+func TestConcurrencyLimit(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))
+	defer up.Close()
+	defer close(release)
+	front := serveFront(t, newFront(t, Config{Upstream: up.URL, MaxConcurrency: 1}, nil))
+	go http.Get(front + "/v1/namespaces")
+	<-entered
+	resp, err := http.Get(front + "/v1/namespaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("no Retry-After: %v", resp.Header)
+	}
+	assertErrorModel(t, resp, http.StatusServiceUnavailable, "catalog.max_concurrency")
+}
