@@ -175,7 +175,9 @@ func (m *machine) startHeaderMemo(names []byte) {
 	if m.p.nHeaderRules == 0 {
 		return
 	}
-	m.names = names
+	// A copy in the machine's own buffer: names is the caller's stack.
+	m.nameBuf = append(m.nameBuf[:0], names...)
+	m.names = m.nameBuf
 	if hm := m.p.headerMemo.Load(); hm != nil && hm.names == string(names) {
 		m.hmemo = hm
 	}

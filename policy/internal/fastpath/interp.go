@@ -95,10 +95,11 @@ type machine struct {
 	// Header rules (headermemo.go): the object's header names, the
 	// program's memo for them (nil: none), what this evaluation found to
 	// remember, and how many were remembered ones.
-	names []byte
-	hmemo *headerMemo
-	hnew  []headerEntry
-	hhits int
+	names   []byte
+	nameBuf []byte
+	hmemo   *headerMemo
+	hnew    []headerEntry
+	hhits   int
 
 	collect func(*ast.Term) error
 }
