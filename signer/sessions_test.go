@@ -110,3 +110,22 @@ func BenchmarkSignNoToken(b *testing.B) {
 		}
 	}
 }
+
+// TestKeyCacheManySessions: the derived keys of 64 sessions used in turn
+// stay cached (each miss would allocate the key's derivation again).
+func TestKeyCacheManySessions(t *testing.T) {
+	var c keyCache
+	ids, secrets := make([]string, 64), make([]string, 64)
+	for i := range ids {
+		ids[i] = "ASIA" + strings.Repeat(string(rune('A'+i%26)), 3) + string(rune('a'+i/26))
+		secrets[i] = "secret-" + ids[i]
+		c.get(ids[i], secrets[i], "20261202", "us-east-1")
+	}
+	if allocs := testing.AllocsPerRun(10, func() {
+		for i, id := range ids {
+			c.get(id, secrets[i], "20261202", "us-east-1")
+		}
+	}); allocs != 0 {
+		t.Fatalf("%v allocations for 64 cached keys, want 0: keys were evicted", allocs)
+	}
+}

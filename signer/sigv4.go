@@ -295,24 +295,31 @@ type derivedKey struct {
 	key                               [sha256.Size]byte
 }
 
-// keyCache keeps recently derived keys, one per slot chosen by the access
-// key id: one credential (or, with per-principal sessions, several sessions
-// in turn) hits without deriving again; a miss costs four HMACs (a few µs),
-// so alternating regions is still cheap.
+// keyCache keeps recently derived keys in a set-associative table chosen
+// by the access key id (keyWays slots per id): one credential, or with
+// per-principal sessions many sessions in turn, hit without deriving again;
+// a miss costs four HMACs and their allocations (a few µs), so alternating
+// regions is still cheap.
 type keyCache struct {
 	slots [keySlots]atomic.Pointer[derivedKey]
+	next  atomic.Uint32 // the way a miss replaces
 }
 
-const keySlots = 64
+const (
+	keySlots = 256
+	keyWays  = 4
+)
 
 func (c *keyCache) get(accessKeyID, secret, date, region string) *[sha256.Size]byte {
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(accessKeyID); i++ {
 		h = (h ^ uint32(accessKeyID[i])) * 16777619
 	}
-	slot := &c.slots[h%keySlots]
-	if k := slot.Load(); k != nil && k.accessKeyID == accessKeyID && k.secret == secret && k.date == date && k.region == region {
-		return &k.key
+	set := h % (keySlots / keyWays) * keyWays
+	for w := uint32(0); w < keyWays; w++ {
+		if k := c.slots[set+w].Load(); k != nil && k.accessKeyID == accessKeyID && k.secret == secret && k.date == date && k.region == region {
+			return &k.key
+		}
 	}
 	k := &derivedKey{accessKeyID: accessKeyID, secret: secret, date: date, region: region}
 	hk := keyStep([]byte("AWS4"+secret), date)
@@ -320,7 +327,7 @@ func (c *keyCache) get(accessKeyID, secret, date, region string) *[sha256.Size]b
 	hk = keyStep(hk, service)
 	hk = keyStep(hk, "aws4_request")
 	copy(k.key[:], hk)
-	slot.Store(k)
+	c.slots[set+c.next.Add(1)%keyWays].Store(k)
 	return &k.key
 }
 
