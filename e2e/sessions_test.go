@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -348,5 +349,57 @@ func TestPerPrincipalSTSDown(t *testing.T) {
 	}
 	if access != 2 {
 		t.Fatalf("%d access records, want 2", access)
+	}
+}
+
+// TestPerPrincipalSessionsDroppedOnReload: a policy reload drops the
+// sessions compiled from the old policy; the next request gets a session
+// whose policy is the new scope (checked at the stand-in STS).
+func TestPerPrincipalSessionsDroppedOnReload(t *testing.T) {
+	const baseAccessKey, baseSecretKey = "CSE2ERELOADBASE", "cse2e-reload-base-secret"
+	gw := startS3WithIAM(t)
+	gw.CreateBucket(t, "lake")
+	role := gw.CreateRole(t, "lake-reload", []string{"s3:GetObject"}, "arn:aws:s3:::lake/*")
+	stsFront := startAssumeRoleSTS(t, gw, baseAccessKey, baseSecretKey)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "authz.rego")
+	policyFor := func(prefix string) string {
+		return "package countersign.authz\n\ndefault allow := false\n\nallow if {\n\tinput.resource.bucket == \"lake\"\n\tinput.access == \"read\"\n\tstartswith(input.resource.key, \"" + prefix + "\")\n}\n"
+	}
+	if err := os.WriteFile(file, []byte(policyFor("wh/")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(t, gw.Port)
+	static := "credentials:\n  source: static\n  access_key_id: " + testAccessKey + "\n"
+	cfg = strings.Replace(cfg, static, fmt.Sprintf("credentials:\n  source: assume-role\n  role_arn: %s\n  per_principal: true\n  duration: 15m\n", aws.ToString(role.Arn)), 1)
+	cfg = cfg[:strings.Index(cfg, "policy:\n")] + "policy:\n  paths: [" + quote(dir) + "]\n  reload_interval: 100ms\n"
+	cs := startCountersign(t, cfg, isolatedAWSEnv(t, baseAccessKey, baseSecretKey, stsFront.url)...)
+	sr := signRequest{Region: testRegion, URI: styles(gw.Port)[1].object("lake", "wh/db/t/a.parquet"), Method: "GET", Headers: javaHeaders()}
+	sign := func() {
+		t.Helper()
+		if status, _, ierr, _ := cs.sign(t, "", sr); status != http.StatusOK {
+			t.Fatalf("sign: %d %+v", status, ierr)
+		}
+	}
+	sign()
+	sign()
+	if calls := stsFront.requests(); len(calls) != 1 || !strings.Contains(calls[0].Policy, `"arn:aws:s3:::lake/wh/*"`) {
+		t.Fatalf("before the reload: %+v, want one AssumeRole scoped to lake/wh/*", calls)
+	}
+
+	if err := os.WriteFile(file, []byte(policyFor("wh/db/")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for strings.Count(cs.log.String(), `"msg":"policy reloaded"`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy was not reloaded:\n%s", cs.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sign()
+	calls := stsFront.requests()
+	if len(calls) != 2 || !strings.Contains(calls[1].Policy, `"arn:aws:s3:::lake/wh/db/*"`) {
+		t.Fatalf("after the reload: %+v, want a second AssumeRole scoped to lake/wh/db/*", calls)
 	}
 }
