@@ -387,16 +387,14 @@ func scopeHash(p *policyinput.Principal, doc string) [32]byte {
 // TLS): the SHA-256 of its issuer and id, under a prefix no token hash can
 // share by accident.
 func PrincipalKey(p *policyinput.Principal) [32]byte {
-	h := sha256.New()
-	h.Write([]byte("countersign principal\x00"))
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(p.Issuer)))
-	h.Write(n[:])
-	h.Write([]byte(p.Issuer))
-	h.Write([]byte(p.ID))
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	// On the stack for ids and issuers of usual length: the mutual-TLS
+	// hot path computes it per request.
+	var buf [256]byte
+	b := append(buf[:0], "countersign principal\x00"...)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(p.Issuer)))
+	b = append(b, p.Issuer...)
+	b = append(b, p.ID...)
+	return sha256.Sum256(b)
 }
 
 func usedNeeds(ns []Need) []Need {

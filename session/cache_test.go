@@ -347,3 +347,17 @@ func TestCacheRenewBeforeDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestPrincipalKey(t *testing.T) {
+	a := PrincipalKey(&policyinput.Principal{Issuer: "spiffe://x", ID: "alice"})
+	if a == PrincipalKey(&policyinput.Principal{Issuer: "spiffe://xa", ID: "lice"}) || a == PrincipalKey(&policyinput.Principal{Issuer: "spiffe://x", ID: "bob"}) {
+		t.Fatal("different principals share a key")
+	}
+	if a != PrincipalKey(&policyinput.Principal{Issuer: "spiffe://x", ID: "alice", Groups: []string{"g"}}) {
+		t.Fatal("the key depends on more than issuer and id")
+	}
+	p := &policyinput.Principal{Issuer: "spiffe://cluster.local/ns/lake", ID: "spark-executor"}
+	if n := testing.AllocsPerRun(100, func() { PrincipalKey(p) }); n != 0 {
+		t.Fatalf("PrincipalKey allocates %v times, want 0", n)
+	}
+}
