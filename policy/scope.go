@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/countersign/countersign/policy/internal/cover"
 	"github.com/countersign/countersign/s3req"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -117,6 +118,16 @@ var scopeUnknowns = map[scopeKind][]string{
 var scopeDefined = []ast.Ref{
 	ast.MustParseRef("input.resource.arn"), ast.MustParseRef("input.resource.version_id"),
 	ast.MustParseRef("input.operation"), ast.MustParseRef("input.action"),
+}
+
+// scopeNever: a scope is what S3 requests may reach, and no S3 request
+// has a mint's operation or action. Without this, a rule that allows
+// mints on their own (input.operation == "MintCredentials") would make
+// every class's scope the whole bucket, and a mint, whose default is that
+// the scope covers its prefix, could then vend what no request may read.
+var scopeNever = []cover.Never{
+	{Ref: ast.MustParseRef("input.operation"), Values: []ast.Value{ast.String(policyinput.OperationMint)}},
+	{Ref: ast.MustParseRef("input.action"), Values: []ast.Value{ast.String(policyinput.ActionMint)}},
 }
 
 func (c *scopeCompiler) prepare() {
@@ -324,7 +335,7 @@ func (e *Engine) cover(ctx context.Context, q ScopeQuery, class s3req.Access, k 
 		}
 		return cover.Set{}, "", fmt.Errorf("%w: partial evaluation: %v", errScopeFallback, err)
 	}
-	opts := cover.Options{Known: known, Defined: scopeDefined}
+	opts := cover.Options{Known: known, Defined: scopeDefined, Never: scopeNever}
 	for _, u := range scopeUnknowns[k] {
 		opts.Unknowns = append(opts.Unknowns, ast.MustParseRef(u))
 	}
@@ -359,6 +370,7 @@ func scopeInput(q ScopeQuery, class s3req.Access, k scopeKind) (ast.Object, erro
 		"resource":    res,
 		"copy_source": nil,
 		"table":       q.Table,
+		"mint":        nil, // a sign request's: a scope is about S3 requests
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {

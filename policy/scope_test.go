@@ -189,6 +189,17 @@ func TestScopeFallback(t *testing.T) {
 			[]string{"lake/wh/db/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
 		{"computed allow", "allow := count(deny) == 0 if input.principal.id != \"\"\n\ndeny contains \"outside\" if not startswith(input.resource.key, \"wh/db/\")", true,
 			[]string{"lake/wh/db/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
+		// A mint's operation and action are never an S3 request's: what a
+		// policy allows only for mints is not in the scope.
+		{"mint operation", "allow if input.operation == \"MintCredentials\"\n\nallow if startswith(input.resource.key, \"wh/db/\")", true,
+			[]string{"lake/wh/db/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
+		{"mint action", "allow if {\n\t\"sts:AssumeRole\" == input.action\n\tstartswith(input.resource.key, \"wh/\")\n}\n\nallow if startswith(input.resource.key, \"wh/db/\")", true,
+			[]string{"lake/wh/db/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
+		{"other operation", "allow if {\n\tinput.operation == \"GetObject\"\n\tstartswith(input.resource.key, \"wh/\")\n}", true,
+			[]string{"lake/wh/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
+		// A sign request's input.mint is null, as in the scope's input.
+		{"mint null", "allow if {\n\tinput.mint == null\n\tstartswith(input.resource.key, \"wh/\")\n}", true,
+			[]string{"lake/wh/: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
 		{"equality", `allow if input.resource.key == "wh/db/t/metadata/v1.json"`, true,
 			[]string{"lake/wh/db/t/metadata/v1.json: s3:GetObject s3:GetObjectTagging s3:GetObjectVersion s3:GetObjectVersionTagging s3:ListMultipartUploadParts"}, ""},
 	}

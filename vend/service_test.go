@@ -182,3 +182,31 @@ func TestMintFailsClosed(t *testing.T) {
 		t.Fatalf("records\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestMintOnlyRuleDoesNotWidenTheScope: a policy that allows mints on
+// their own (input.operation == "MintCredentials") and S3 reads only under
+// wh/db/t/ vends only under wh/db/t/. The scope is what S3 requests may
+// reach; were the mint rule counted in it, the scope would be the whole
+// bucket and the mint of wh/ would reach the STS (here: 503) instead of
+// being refused.
+func TestMintOnlyRuleDoesNotWidenTheScope(t *testing.T) {
+	dir := t.TempDir()
+	rego := "package countersign.authz\n\ndefault allow := false\n\n" +
+		"allow if input.operation == \"MintCredentials\"\n\n" +
+		"allow if input.action == \"sts:AssumeRole\"\n\n" +
+		"allow if startswith(input.resource.key, \"wh/db/t/\")\n"
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(rego), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}}, policy.ManagerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	f := newFixture(t, m)
+	later := time.Now().Add(time.Hour)
+	_, err = f.svc.Mint(context.Background(), &vend.Request{Identity: identity("ann", later), Location: "s3://lake/wh/", Access: vend.Read})
+	refusedWith(t, err, http.StatusForbidden, "access denied: read credentials for s3://lake/wh/")
+	_, err = f.svc.Mint(context.Background(), &vend.Request{Identity: identity("ann", later), Location: "s3://lake/wh/db/t/", Access: vend.Read})
+	refusedWith(t, err, http.StatusServiceUnavailable, "the STS is unavailable")
+}

@@ -28,6 +28,15 @@ type Input struct {
 	Mint *Mint `json:"mint"`
 }
 
+// The operation and action of a mint's input (Input.Mint set): no S3
+// request has them, which is why a scope, compiled for S3 requests, leaves
+// out what a policy allows only for mints (docs/design.md, "Scope
+// compiler").
+const (
+	OperationMint = "MintCredentials"
+	ActionMint    = "sts:AssumeRole"
+)
+
 // Mint describes a request for vended credentials: temporary S3
 // credentials for everything under one prefix, for a while. The decision
 // input's resource is then {bucket, prefix: Prefix}, and access one S3

@@ -44,6 +44,17 @@ type Options struct {
 	// ARN, if set, is the prefix input.resource.arn has before the field:
 	// "arn:aws:s3:::bucket/" for an object's key.
 	ARN string
+	// Never are values some unknown references never take in the inputs
+	// the analysis is about (a scope's S3 requests never have a mint's
+	// operation): an equality of one with such a value cannot succeed, so
+	// what a policy allows only under it is left out.
+	Never []Never
+}
+
+// Never is the values Ref never takes.
+type Never struct {
+	Ref    ast.Ref
+	Values []ast.Value
 }
 
 // Analyze returns a superset of the values of o.Field for which one of
@@ -637,6 +648,9 @@ func (a *analyzer) call2(x *ast.Expr, ts []*ast.Term, e env) Set {
 		if r.kind != kConst {
 			return a.lost(x, e)
 		}
+		if l.kind == kOpaque && a.never(args, r.c, e) {
+			return Set{}
+		}
 		switch l.kind {
 		case kConst:
 			return setOf(ast.ValueEqual(l.c, r.c))
@@ -706,6 +720,28 @@ func (a *analyzer) call2(x *ast.Expr, ts []*ast.Term, e env) Set {
 		return setOf(ok)
 	}
 	return a.lost(x, e)
+}
+
+// never reports an operand of an equality with c that is an input
+// reference Options.Never says never takes c.
+func (a *analyzer) never(args []*ast.Term, c ast.Value, e env) bool {
+	for _, t := range args {
+		ref, ok := a.refOf(t, e)
+		if !ok {
+			continue
+		}
+		for _, n := range a.o.Never {
+			if !ref.Equal(n.Ref) {
+				continue
+			}
+			for _, v := range n.Values {
+				if ast.ValueEqual(v, c) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // arn is the set of fields whose ARN is s.
