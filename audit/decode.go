@@ -19,7 +19,7 @@ func DecodeRecord(line []byte) (*Record, error) {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
-	if err := checkJSON(line); err != nil {
+	if err := checkJSON(new(strictjson.Checker), line); err != nil {
 		return nil, err
 	}
 	return decodeChecked(line)
@@ -53,9 +53,10 @@ func decodeChecked(line []byte) (*Record, error) {
 // is one line), and no object with a name twice (encoding/json keeps the
 // last, parseHead reads the first: FuzzDecodeHead found a line whose seq
 // read 0 one way and 7 the other). Depth 300 is fastjson's bound, which
-// checked lines before.
-func checkJSON(line []byte) error {
-	e := strictjson.Check(line, strictjson.Options{ValidUTF8: true, UniqueNames: true, SpaceOnly: true, MaxDepth: 300})
+// checked lines before. c is the scratch, kept by a caller that checks
+// many lines.
+func checkJSON(c *strictjson.Checker, line []byte) error {
+	e := c.Check(line, strictjson.Options{ValidUTF8: true, UniqueNames: true, SpaceOnly: true, MaxDepth: 300})
 	switch {
 	case e == nil:
 		return nil
@@ -97,9 +98,9 @@ type lineHead struct {
 // decodeHead checks one line as strictly as DecodeRecord — valid UTF-8,
 // valid JSON without duplicate keys (checkJSON), schema version, id
 // matching seq, a time, a known kind — in a fraction of its time for
-// access records.
-func decodeHead(line []byte) (lineHead, error) {
-	if err := checkJSON(line); err != nil {
+// access records. c is checkJSON's scratch.
+func decodeHead(c *strictjson.Checker, line []byte) (lineHead, error) {
+	if err := checkJSON(c, line); err != nil {
 		return lineHead{}, err
 	}
 	h, ok := parseHead(line)

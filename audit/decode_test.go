@@ -3,11 +3,14 @@ package audit
 import (
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/strictjson"
 )
 
 // TestCheckJSONMessages: the strict rules themselves are tested and fuzzed
 // in internal/strictjson; here, that a refused line says what was wrong.
 func TestCheckJSONMessages(t *testing.T) {
+	var c strictjson.Checker // one for all lines, as verify keeps one
 	for _, tc := range []struct{ line, want string }{
 		{`{"v":1,"seq":0,"seq":7}`, `invalid JSON: key "seq" appears twice in an object`},
 		{`{"a":{"b":1,"b":2}}`, `key "b" appears twice`},
@@ -20,7 +23,7 @@ func TestCheckJSONMessages(t *testing.T) {
 		{`{"a":1}x`, "invalid JSON at byte 7: unexpected data after the JSON value"},
 		{``, "invalid JSON at byte 0: empty input"},
 	} {
-		err := checkJSON([]byte(tc.line))
+		err := checkJSON(&c, []byte(tc.line))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("checkJSON(%q): %v", tc.line, err)

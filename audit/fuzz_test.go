@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/strictjson"
 )
 
 // FuzzDecodeHead: verify and startup read access records through
@@ -28,8 +30,9 @@ func FuzzDecodeHead(f *testing.F) {
 		f.Add(bytes.Replace(line, []byte(`"seq":`), []byte(`"seq":0`), 1))
 		f.Add(append(line[:len(line)-1:len(line)-1], []byte(`,"seq":7}`)...))
 	}
+	var c strictjson.Checker // kept between inputs, as verify keeps it
 	f.Fuzz(func(t *testing.T, line []byte) {
-		h, err := decodeHead(line)
+		h, err := decodeHead(&c, line)
 		if err != nil {
 			return
 		}

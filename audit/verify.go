@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/countersign/countersign/internal/strictjson"
 )
 
 // VerifyOptions configures Verify.
@@ -164,6 +166,7 @@ type verifier struct {
 	trusted   []*Checkpoint
 	ti        int
 	last      int // index of the segment that ends the log (see Verify)
+	json      strictjson.Checker
 }
 
 // artefact records what a crash or a full disk left.
@@ -290,7 +293,7 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		if last != nil && last.Kind == KindLifecycle && last.Event == EventSeal {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: "record after the seal record"}
 		}
-		rec, err := decodeHead(line)
+		rec, err := decodeHead(&v.json, line)
 		if err != nil {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: err.Error()}
 		}

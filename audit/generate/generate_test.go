@@ -10,7 +10,7 @@ import (
 	"github.com/countersign/countersign/audit"
 )
 
-func testKeys(t *testing.T) (signer string, hmac []byte, verifier string) {
+func testKeys(t testing.TB) (signer string, hmac []byte, verifier string) {
 	t.Helper()
 	s, v, h, err := audit.GenerateKeys("generate-test")
 	if err != nil {

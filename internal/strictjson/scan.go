@@ -182,7 +182,7 @@ func (s *scanner) key(i int) (int, *Error) {
 		s.keyStart, s.keyEnd = i+1, end-1
 	}
 	if s.names != nil {
-		if e := s.member(i, data[i+1:end-1]); e != nil {
+		if e := s.member(i, i+1, end-1); e != nil {
 			return i, e
 		}
 	}
@@ -195,8 +195,8 @@ func (s *scanner) key(i int) (int, *Error) {
 
 // member records a member name and refuses a repeated one. It is apart
 // from key so that the common case, without UniqueNames, stays small.
-func (s *scanner) member(at int, name []byte) *Error {
-	unq, repeated := s.names.add(name)
+func (s *scanner) member(at, start, end int) *Error {
+	unq, repeated := s.names.add(start, end)
 	if !repeated {
 		return nil
 	}
