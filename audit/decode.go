@@ -90,7 +90,7 @@ func seqFromID(id string) (uint64, bool) {
 type lineHead struct {
 	seq  uint64
 	time time.Time
-	node string
+	node []byte // the line's bytes for access records: valid as long as the line
 	kind Kind
 	rec  *Record // lifecycle records, or lines not in the writer's layout
 }
@@ -111,7 +111,7 @@ func decodeHead(c *strictjson.Checker, line []byte) (lineHead, error) {
 	if err != nil {
 		return lineHead{}, err
 	}
-	return lineHead{seq: r.Seq, time: r.Time, node: r.Node, kind: r.Kind, rec: r}, nil
+	return lineHead{seq: r.Seq, time: r.Time, node: []byte(r.Node), kind: r.Kind, rec: r}, nil
 }
 
 // parseHead parses {"v":1,"seq":N,"id":"<32 hex>","time":"<RFC 3339>","node":"<id>","kind":"<kind>"
@@ -153,7 +153,7 @@ func parseHead(b []byte) (h lineHead, ok bool) {
 	if j < 0 || !validNodeID(string(rest[:j])) {
 		return h, false
 	}
-	node := string(rest[:j])
+	node := rest[:j:j]
 	if rest, ok = bytes.CutPrefix(rest[j:], []byte(`","kind":"`)); !ok {
 		return h, false
 	}

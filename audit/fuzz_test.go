@@ -40,7 +40,7 @@ func FuzzDecodeHead(f *testing.F) {
 		if derr != nil {
 			return
 		}
-		if r.Seq != h.seq || !r.Time.Equal(h.time) || r.Node != h.node || r.Kind != h.kind {
+		if r.Seq != h.seq || !r.Time.Equal(h.time) || r.Node != string(h.node) || r.Kind != h.kind {
 			t.Fatalf("fast path read seq %d time %v node %q kind %q, full decode seq %d time %v node %q kind %q: %q",
 				h.seq, h.time, h.node, h.kind, r.Seq, r.Time, r.Node, r.Kind, line)
 		}

@@ -137,30 +137,48 @@ func newHashStore(start int64, fr []tlog.Hash) (*hashStore, error) {
 func (s *hashStore) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	for i, x := range indexes {
-		if x >= s.base {
-			if x-s.base >= int64(len(s.hashes)) {
-				return nil, fmt.Errorf("tree hash %d not computed yet", x)
-			}
-			out[i] = s.hashes[x-s.base]
-			continue
-		}
-		h, ok := s.seed[x]
-		if !ok {
-			return nil, fmt.Errorf("tree hash %d lies before the first record available", x)
+		h, err := s.hash(x)
+		if err != nil {
+			return nil, err
 		}
 		out[i] = h
 	}
 	return out, nil
 }
 
+// appendLeaf stores leaf s.n and the parent of every subtree it completes:
+// the hashes tlog.StoredHashesForRecordHash gives, without its three
+// allocations per leaf (TestHashStoreAppendLeaf compares them).
 func (s *hashStore) appendLeaf(h tlog.Hash) error {
-	hs, err := tlog.StoredHashesForRecordHash(s.n, h, s)
-	if err != nil {
-		return err
+	n := s.n
+	s.hashes = append(s.hashes, h)
+	// Each trailing 1 bit of n completes a subtree, whose left half is
+	// the stored hash of the subtree before it at that level.
+	for l := 0; (n>>l)&1 == 1; l++ {
+		left, err := s.hash(tlog.StoredHashIndex(l, n>>l-1))
+		if err != nil {
+			return err
+		}
+		h = tlog.NodeHash(left, h)
+		s.hashes = append(s.hashes, h)
 	}
-	s.hashes = append(s.hashes, hs...)
 	s.n++
 	return nil
+}
+
+// hash is ReadHashes of one index.
+func (s *hashStore) hash(x int64) (tlog.Hash, error) {
+	if x >= s.base {
+		if x-s.base >= int64(len(s.hashes)) {
+			return tlog.Hash{}, fmt.Errorf("tree hash %d not computed yet", x)
+		}
+		return s.hashes[x-s.base], nil
+	}
+	h, ok := s.seed[x]
+	if !ok {
+		return tlog.Hash{}, fmt.Errorf("tree hash %d lies before the first record available", x)
+	}
+	return h, nil
 }
 
 // root is tlog.TreeHash of the leaves so far.

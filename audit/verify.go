@@ -167,6 +167,7 @@ type verifier struct {
 	ti        int
 	last      int // index of the segment that ends the log (see Verify)
 	json      strictjson.Checker
+	leaf      leafHasher
 }
 
 // artefact records what a crash or a full disk left.
@@ -300,13 +301,13 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		if rec.seq != v.next {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: fmt.Sprintf("found seq %d: a record was deleted, inserted or moved", rec.seq)}
 		}
-		if rec.node != v.node {
+		if string(rec.node) != v.node {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: fmt.Sprintf("node %q in a log of %q", rec.node, v.origin)}
 		}
 		if rec.time.Before(v.lastTime) {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: "time earlier than the previous record's"}
 		}
-		if err := v.store.appendLeaf(tlog.RecordHash(line)); err != nil {
+		if err := v.store.appendLeaf(v.leaf.hash(line)); err != nil {
 			return &VerifyError{File: seg.Name, Line: num, Seq: int64(v.next), Msg: err.Error()}
 		}
 		if ib != nil {
