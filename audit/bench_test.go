@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/strictjson"
 )
 
 // benchRecord is a ~700-byte record, the size of an access record without
@@ -159,4 +161,42 @@ func TestBenchRecordSize(t *testing.T) {
 	if n < 650 || n > 750 {
 		t.Fatalf("benchmark record is %d bytes, want ~700", n)
 	}
+}
+
+// BenchmarkDecodeRecord is what a query pays per matching record, and
+// BenchmarkDecodeHead what verify pays per access record (the writer's
+// layout, a generated record's size: 1.2 KB).
+func BenchmarkDecodeRecord(b *testing.B) {
+	line := benchLine(b)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRecord(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeHead(b *testing.B) {
+	line := benchLine(b)
+	var c strictjson.Checker
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeHead(&c, line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchLine(b *testing.B) []byte {
+	r := signedRecord(42)
+	r.Principal.TokenHMAC = fmt.Sprintf("%064x", 1)
+	nonce := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
+	line := appendHead(nil, 42, &nonce, []byte("2026-11-30T12:00:00.123456789Z"))
+	line = append(line, appendTail(nil, r, "node-a", newTokenMAC([]byte("0123456789abcdef0123456789abcdef")))...)
+	if _, err := DecodeRecord(line); err != nil {
+		b.Fatal(err)
+	}
+	return line
 }
