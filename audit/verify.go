@@ -379,6 +379,9 @@ func (v *verifier) checkIndex(seg SegmentInfo, ib *indexBuilder, sealed bool) er
 		return err
 	}
 	if !bytes.Equal(got, ib.finish()) {
+		if bytes.HasPrefix(got, []byte(indexMagicOld)) {
+			return &VerifyError{File: seg.IndexName, Seq: -1, Msg: "an index in an earlier format (countersign-index-1), which queries ignore: remove it to scan the segment"}
+		}
 		return &VerifyError{File: seg.IndexName, Seq: -1, Msg: fmt.Sprintf(
 			"the index does not describe %s's records (altered or corrupt): queries using it could miss records; remove it to scan the segment", seg.Name)}
 	}
