@@ -20,9 +20,9 @@ func AppendPrincipalKey(b []byte, p *Principal) ([]byte, bool) {
 		return append(b, 0), true
 	}
 	b = append(b, 1)
-	b = appendStr(b, p.ID)
-	b = appendStr(b, p.Issuer)
-	b = appendStrs(b, p.Groups)
+	b = AppendKeyString(b, p.ID)
+	b = AppendKeyString(b, p.Issuer)
+	b = AppendKeyStrings(b, p.Groups)
 	if p.Claims == nil {
 		return append(b, 'n'), true
 	}
@@ -38,23 +38,6 @@ func (p *Principal) SetKey() {
 		return
 	}
 	p.Key = string(b)
-}
-
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendStrs(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, 'n')
-	}
-	b = append(b, 'a')
-	b = binary.AppendUvarint(b, uint64(len(ss)))
-	for _, s := range ss {
-		b = appendStr(b, s)
-	}
-	return b
 }
 
 // appendAny encodes a claim value: type-tagged, length-prefixed, maps in key
@@ -73,17 +56,17 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 		}
 		return append(b, 'f'), true
 	case string:
-		return appendStr(append(b, 's'), x), true
+		return AppendKeyString(append(b, 's'), x), true
 	case float64:
 		return binary.BigEndian.AppendUint64(append(b, 'd'), math.Float64bits(x)), true
 	case json.Number:
-		return appendStr(append(b, 'N'), string(x)), true
+		return AppendKeyString(append(b, 'N'), string(x)), true
 	case int:
 		return binary.AppendVarint(append(b, 'i'), int64(x)), true
 	case int64:
 		return binary.AppendVarint(append(b, 'I'), x), true
 	case []string:
-		return appendStrs(append(b, 'S'), x), true
+		return AppendKeyStrings(append(b, 'S'), x), true
 	case []any:
 		if x == nil {
 			return append(b, 'N', 'A'), true
@@ -104,7 +87,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 		keys := sortedKeys(buf[:0], x)
 		b = binary.AppendUvarint(append(b, 'M'), uint64(len(keys)))
 		for _, k := range keys {
-			b = appendStr(b, k)
+			b = AppendKeyString(b, k)
 			var ok bool
 			if b, ok = appendAny(b, x[k], depth+1); !ok {
 				return b, false
@@ -119,7 +102,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 		keys := sortedKeys(buf[:0], x)
 		b = binary.AppendUvarint(append(b, 'm'), uint64(len(keys)))
 		for _, k := range keys {
-			b = appendStr(appendStr(b, k), x[k])
+			b = AppendKeyString(AppendKeyString(b, k), x[k])
 		}
 		return b, true
 	default:
@@ -128,7 +111,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 		if err != nil {
 			return b, false
 		}
-		return appendStr(append(b, 'J'), string(j)), true
+		return AppendKeyString(append(b, 'J'), string(j)), true
 	}
 }
 

@@ -383,15 +383,15 @@ func appendObjectKey(b []byte, in *policyinput.Input) []byte {
 
 // appendObjectFields is appendObjectKey without the header names.
 func appendObjectFields(b []byte, in *policyinput.Input) []byte {
-	b = appendStr(b, in.Resource.Key)
-	b = appendStr(b, in.Resource.ARN)
+	b = policyinput.AppendKeyString(b, in.Resource.Key)
+	b = policyinput.AppendKeyString(b, in.Resource.ARN)
 	if p := in.Resource.Prefix; p == nil {
 		b = append(b, 0)
 	} else {
-		b = appendStr(append(b, 1), *p)
+		b = policyinput.AppendKeyString(append(b, 1), *p)
 	}
-	b = appendStr(b, in.Resource.VersionID)
-	return appendStr(b, in.Source.IP)
+	b = policyinput.AppendKeyString(b, in.Resource.VersionID)
+	return policyinput.AppendKeyString(b, in.Source.IP)
 }
 
 // appendHeaderNames appends the header names part of appendObjectKey: an
@@ -406,7 +406,7 @@ func appendHeaderNames(b []byte, in *policyinput.Input) []byte {
 	names := sortedKeys(buf[:0], in.Request.Headers)
 	b = binary.AppendUvarint(append(b, 'h'), uint64(len(names)))
 	for _, n := range names {
-		b = appendStr(b, n)
+		b = policyinput.AppendKeyString(b, n)
 	}
 	return b
 }
@@ -432,57 +432,40 @@ func appendScopeKey(b []byte, in *policyinput.Input) ([]byte, bool) {
 			return b, false
 		}
 	}
-	b = appendStr(b, in.Operation)
-	b = appendStr(b, in.Action)
-	b = appendStr(b, in.Access)
-	b = appendStr(b, in.Resource.Bucket)
+	b = policyinput.AppendKeyString(b, in.Operation)
+	b = policyinput.AppendKeyString(b, in.Action)
+	b = policyinput.AppendKeyString(b, in.Access)
+	b = policyinput.AppendKeyString(b, in.Resource.Bucket)
 	if c := in.CopySource; c == nil {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = appendStr(b, c.Bucket)
-		b = appendStr(b, c.Key)
+		b = policyinput.AppendKeyString(b, c.Bucket)
+		b = policyinput.AppendKeyString(b, c.Key)
 		if c.Prefix == nil {
 			b = append(b, 0)
 		} else {
 			b = append(b, 1)
-			b = appendStr(b, *c.Prefix)
+			b = policyinput.AppendKeyString(b, *c.Prefix)
 		}
-		b = appendStr(b, c.ARN)
-		b = appendStr(b, c.VersionID)
+		b = policyinput.AppendKeyString(b, c.ARN)
+		b = policyinput.AppendKeyString(b, c.VersionID)
 	}
 	if t := in.Table; t == nil {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = appendStr(b, t.Prefix)
-		b = appendStrs(b, t.Namespace)
-		b = appendStr(b, t.Name)
-		b = appendStr(b, t.Location)
+		b = policyinput.AppendKeyString(b, t.Prefix)
+		b = policyinput.AppendKeyStrings(b, t.Namespace)
+		b = policyinput.AppendKeyString(b, t.Name)
+		b = policyinput.AppendKeyString(b, t.Location)
 	}
-	b = appendStr(b, in.Request.Method)
-	b = appendStr(b, in.Request.Region)
-	b = appendStr(b, in.Request.Host)
+	b = policyinput.AppendKeyString(b, in.Request.Method)
+	b = policyinput.AppendKeyString(b, in.Request.Region)
+	b = policyinput.AppendKeyString(b, in.Request.Host)
 	// Source is per-object (unknownFields): executors of one scan share
 	// a scope.
 	return b, true
-}
-
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendStrs(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, 'n')
-	}
-	b = append(b, 'a')
-	b = binary.AppendUvarint(b, uint64(len(ss)))
-	for _, s := range ss {
-		b = appendStr(b, s)
-	}
-	return b
 }
 
 // sortedKeys appends m's keys to buf, sorted.
