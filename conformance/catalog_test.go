@@ -8,9 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -34,35 +32,6 @@ import (
 // told the client to use.
 
 const frontIssuer = "https://catalog-idp.conformance"
-
-// frontPolicy confines keys to the location the catalog gave the caller
-// (lib/table_scope.rego reads input.table.location; there is no
-// data.countersign.tables) and lets group etl read, write, delete and
-// list there.
-const frontPolicy = `package countersign.authz
-
-import data.countersign.lib.guardrails
-import data.countersign.lib.table_scope
-
-default allow := false
-
-allow if {
-	count(deny) == 0
-	count(permit) > 0
-}
-
-deny contains msg if some msg in guardrails.deny
-
-deny contains msg if some msg in table_scope.deny
-
-permit contains "catalog" if {
-	input.table.location != ""
-	input.access in {"read", "write", "delete", "list"}
-	"etl" in input.principal.groups
-}
-
-reason := concat("; ", sort(deny)) if count(deny) > 0
-`
 
 // tableAnswers records the loadTable, createTable and commit answers the
 // client receives, as it receives them.
@@ -94,55 +63,16 @@ func (a *tableAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestIcebergGoThroughCatalogFront(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{Iceberg: true})
-	weed.CreateTableBucket(t, "lake")
+	seaweed := servers.StartCatalog(t, testsupport.CatalogOptions{Issuer: frontIssuer})
+	weed := seaweed.Weed
 	srv := &s3Server{weed}
-	key := testsupport.SeaweedIcebergSigningKey(testAccessKey, testSecretKey)
-	if bytes.IndexByte(key, 0) >= 0 {
-		t.Fatal("the derived signing key has a NUL byte, which no environment variable can carry: change testSecretKey")
-	}
-	lib, err := filepath.Abs("../deploy/policies/lib")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol := t.TempDir()
-	if err := os.WriteFile(filepath.Join(pol, "authz.rego"), []byte(frontPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	audit := newAuditDir(t)
-	cs := startCountersign(t, fmt.Sprintf(`listen: 127.0.0.1:0
-audit:
-  dir: %q
-  node_id: conformance
-  checkpoint_key_file: %q
-  hmac_key_file: %q
-auth:
-  issuer: %s
-  audience: [countersign]
-endpoints:
-  - name: seaweedfs
-    scheme: http
-    host: localhost
-    port: %d
-    virtual_host_domain: localhost
-    regions: [us-east-1]
-  - name: seaweedfs-ip
-    scheme: http
-    host: 127.0.0.1
-    port: %[5]d
-    addressing: path
-    regions: [us-east-1]
-credentials:
-  source: static
-  access_key_id: %s
-policy:
-  paths: [%q, %q]
-catalog:
-  upstream: %s
-`, audit.Dir, audit.SignerKeyFile, audit.HMACKeyFile, frontIssuer, weed.Port, testAccessKey, lib, pol, weed.IcebergURL),
-		append(secretEnv(), "COUNTERSIGN_AUTH_HS256_SECRET="+string(key))...)
-	token := testsupport.SeaweedIcebergToken(testAccessKey, testSecretKey, testAccessKey,
-		map[string]any{"iss": frontIssuer, "aud": "countersign", "sub": "etl-bot", "groups": []string{"etl"}})
+	cfg, env := seaweed.Config(t, testsupport.CountersignConfig{
+		Audit: audit, NodeID: "conformance", Policy: testsupport.CatalogTablePolicy, PolicyLib: true,
+		Upstream: weed.IcebergURL,
+	})
+	cs := startCountersign(t, cfg, env...)
+	token := seaweed.Token("etl-bot", testAccessKey, "etl")
 
 	rec := registerSignedS3(srv)
 	answers := &tableAnswers{next: http.DefaultTransport}

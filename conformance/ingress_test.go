@@ -10,8 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -36,11 +34,11 @@ var signRoute = regexp.MustCompile(`^/v1/(?:[^/]+/)?namespaces/[^/]+/tables/[^/]
 func TestIngressRoutesSignToStandaloneCountersign(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{Iceberg: true})
-	weed.CreateTableBucket(t, "lake")
-	key := testsupport.SeaweedIcebergSigningKey(testAccessKey, testSecretKey)
-	pol := t.TempDir()
-	os.WriteFile(filepath.Join(pol, "authz.rego"), []byte(`package countersign.authz
+	cat := servers.StartCatalog(t, testsupport.CatalogOptions{Issuer: frontIssuer})
+	weed := cat.Weed
+	config, env := cat.Config(t, testsupport.CountersignConfig{
+		Audit: newAuditDir(t), NodeID: "conformance", PathOnly: true, // no catalog.upstream: no front
+		Policy: `package countersign.authz
 
 default allow := false
 
@@ -50,31 +48,9 @@ allow if {
 	input.resource.bucket == "lake"
 	input.table != null
 }
-`), 0o600)
-	audit := newAuditDir(t)
-	cs := startCountersign(t, fmt.Sprintf(`listen: 127.0.0.1:0
-audit:
-  dir: %q
-  node_id: conformance
-  checkpoint_key_file: %q
-  hmac_key_file: %q
-auth:
-  issuer: %s
-  audience: [countersign]
-endpoints:
-  - name: seaweedfs-ip
-    scheme: http
-    host: 127.0.0.1
-    port: %d
-    addressing: path
-    regions: [us-east-1]
-credentials:
-  source: static
-  access_key_id: %s
-policy:
-  paths: [%q]
-`, audit.Dir, audit.SignerKeyFile, audit.HMACKeyFile, frontIssuer, weed.Port, testAccessKey, pol),
-		append(secretEnv(), "COUNTERSIGN_AUTH_HS256_SECRET="+string(key))...)
+`,
+	})
+	cs := startCountersign(t, config, env...)
 	csURL, _ := url.Parse(cs.url)
 	catURL, _ := url.Parse(weed.IcebergURL)
 	toCS, toCatalog := httputil.NewSingleHostReverseProxy(csURL), httputil.NewSingleHostReverseProxy(catURL)
@@ -93,8 +69,7 @@ policy:
 		toCatalog.ServeHTTP(w, r)
 	}))
 	defer ingress.Close()
-	token := testsupport.SeaweedIcebergToken(testAccessKey, testSecretKey, testAccessKey,
-		map[string]any{"iss": frontIssuer, "aud": "countersign", "sub": "etl-bot", "groups": []string{"etl"}})
+	token := cat.Token("etl-bot", testAccessKey, "etl")
 
 	post := func(path, body string) map[string]any {
 		req, _ := http.NewRequest("POST", ingress.URL+path, strings.NewReader(body))

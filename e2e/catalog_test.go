@@ -8,9 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -92,51 +90,11 @@ func (r *relay) set(mode string) {
 
 func (r *relay) url() string { return "http://" + r.ln.Addr().String() }
 
-// seaweedToken is a caller's bearer token that both SeaweedFS's catalog
-// and countersign accept, as an identity provider's token would be in a
-// real deployment: SeaweedFS verifies HS256 tokens with a key derived from
-// an access key (testsupport.SeaweedIcebergSigningKey) and reads the key
-// from the access_key claim; countersign is given the same key as its
-// auth.hs256_secret and checks issuer, audience and expiry.
-func seaweedToken(t testing.TB, sub, accessKey string, groups ...string) string {
-	t.Helper()
-	return testsupport.SeaweedIcebergToken(testAccessKey, testSecretKey, accessKey,
-		map[string]any{"iss": catalogIssuer, "aud": "countersign", "sub": sub, "groups": groups})
-}
-
 const catalogIssuer = "https://catalog-idp.test"
-
-// catalogPolicy confines every key to the location the catalog gave the
-// caller (lib/table_scope.rego reads input.table.location) and lets group
-// etl read, write, delete and list within it. There is no
-// data.countersign.tables: the catalog's answers are the only table data.
-const catalogPolicy = `package countersign.authz
-
-import data.countersign.lib.guardrails
-import data.countersign.lib.table_scope
-
-default allow := false
-
-allow if {
-	count(deny) == 0
-	count(permit) > 0
-}
-
-deny contains msg if some msg in guardrails.deny
-
-deny contains msg if some msg in table_scope.deny
-
-permit contains "catalog" if {
-	input.table.location != ""
-	input.access in {"read", "write", "delete", "list"}
-	"etl" in input.principal.groups
-}
-
-reason := concat("; ", sort(deny)) if count(deny) > 0
-`
 
 type catalogFront struct {
 	cs     *signerProc
+	cat    *testsupport.Catalog
 	weed   *testsupport.S3Server
 	relay  *relay
 	token  string
@@ -144,60 +102,21 @@ type catalogFront struct {
 	audit  *testsupport.AuditDir
 }
 
+// startCatalogFront runs countersign as the front of SeaweedFS's catalog
+// (testsupport.Servers.StartCatalog), through a relay the test can cut.
 func startCatalogFront(t *testing.T) *catalogFront {
 	t.Helper()
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{Iceberg: true})
-	weed.CreateTableBucket(t, "lake")
-	key := testsupport.SeaweedIcebergSigningKey(testAccessKey, testSecretKey)
-	if bytes.IndexByte(key, 0) >= 0 {
-		t.Fatal("the derived signing key has a NUL byte, which no environment variable can carry: change testSecretKey")
-	}
-	rl := startRelay(t, strings.TrimPrefix(weed.IcebergURL, "http://"))
-	lib, err := filepath.Abs("../deploy/policies/lib")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol := t.TempDir()
-	if err := os.WriteFile(filepath.Join(pol, "authz.rego"), []byte(catalogPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cat := servers.StartCatalog(t, testsupport.CatalogOptions{Issuer: catalogIssuer})
+	rl := startRelay(t, strings.TrimPrefix(cat.Weed.IcebergURL, "http://"))
 	audit := newAuditDir(t)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-audit:
-  dir: %q
-  node_id: e2e
-  checkpoint_key_file: %q
-  hmac_key_file: %q
-auth:
-  issuer: %s
-  audience: [countersign]
-endpoints:
-  - name: seaweedfs
-    scheme: http
-    host: localhost
-    port: %d
-    virtual_host_domain: localhost
-    regions: [us-east-1]
-  - name: seaweedfs-ip
-    scheme: http
-    host: 127.0.0.1
-    port: %[5]d
-    addressing: path
-    regions: [us-east-1]
-credentials:
-  source: static
-  access_key_id: %s
-policy:
-  paths: [%q, %q]
-catalog:
-  upstream: %s
-  response_timeout: 1s
-  location_ttl: 1h
-`, audit.Dir, audit.SignerKeyFile, audit.HMACKeyFile, catalogIssuer, weed.Port, testAccessKey, lib, pol, rl.url())
-	cs := startCountersign(t, cfg, append(secretEnv(), "COUNTERSIGN_AUTH_HS256_SECRET="+string(key))...)
-	tok := seaweedToken(t, "etl-bot", testAccessKey, "etl")
+	cfg, env := cat.Config(t, testsupport.CountersignConfig{
+		Audit: audit, NodeID: "e2e", Policy: testsupport.CatalogTablePolicy, PolicyLib: true,
+		Upstream: rl.url(), CatalogSettings: []string{"response_timeout: 1s", "location_ttl: 1h"},
+	})
+	cs := startCountersign(t, cfg, env...)
+	tok := cat.Token("etl-bot", testAccessKey, "etl")
 	cs.token = tok
-	return &catalogFront{cs: cs, weed: weed, relay: rl, token: tok, direct: weed.IcebergURL, audit: audit}
+	return &catalogFront{cs: cs, cat: cat, weed: cat.Weed, relay: rl, token: tok, direct: cat.Weed.IcebergURL, audit: audit}
 }
 
 // call sends one catalog request to base (countersign's front or the
@@ -361,7 +280,7 @@ func TestCatalogFrontSeaweedFS(t *testing.T) {
 	// A caller the catalog refuses gets nothing signed: this token is
 	// countersign's (same issuer, audience, key) but names an access key
 	// SeaweedFS does not know.
-	stranger := f.cs.as(seaweedToken(t, "stranger", "NOSUCHACCESSKEY", "etl"))
+	stranger := f.cs.as(f.cat.Token("stranger", "NOSUCHACCESSKEY", "etl"))
 	st, _, e, _ = stranger.sign(t, route, signRequest{Region: testRegion, Method: "GET", URI: inside, Headers: map[string][]string{}})
 	if st != 403 || !strings.Contains(e.Error.Message, "the catalog refused this caller table /v1/lake/namespaces/db/tables/events (HTTP 401)") {
 		t.Fatalf("refused caller: %d %+v", st, e)

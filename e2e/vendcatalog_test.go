@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,48 +20,23 @@ import (
 // without the header, or for a caller the policy does not let vend, the
 // answer has remote signing and no credentials; each mint is recorded.
 func TestCatalogFrontVends(t *testing.T) {
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{Iceberg: true, STS: true})
-	weed.CreateTableBucket(t, "lake")
-	key := testsupport.SeaweedIcebergSigningKey(testAccessKey, testSecretKey)
-	lib, _ := filepath.Abs("../deploy/policies/lib")
-	pol := t.TempDir()
-	if err := os.WriteFile(filepath.Join(pol, "authz.rego"), []byte(catalogPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cat := servers.StartCatalog(t, testsupport.CatalogOptions{Issuer: catalogIssuer, STS: true})
+	weed := cat.Weed
 	ad := newAuditDir(t)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-audit:
-  dir: %q
-  node_id: e2e
-  checkpoint_key_file: %q
-  hmac_key_file: %q
-auth:
-  issuer: %s
-  audience: [countersign]
-endpoints:
-  - name: seaweedfs
-    scheme: http
-    host: 127.0.0.1
-    port: %d
-    addressing: path
-    regions: [us-east-1]
-credentials:
-  source: static
-  access_key_id: %s
-policy:
-  paths: [%q, %q]
-catalog:
-  upstream: %s
-vending:
+	cfg, env := cat.Config(t, testsupport.CountersignConfig{
+		Audit: ad, NodeID: "e2e", Policy: testsupport.CatalogTablePolicy, PolicyLib: true, PathOnly: true,
+		Upstream: weed.IcebergURL,
+		Extra: fmt.Sprintf(`vending:
   enabled: true
   role_arn: %s
-  sts_endpoint: http://127.0.0.1:%[5]d
+  sts_endpoint: http://127.0.0.1:%[2]d
   region: us-east-1
-  endpoint: http://127.0.0.1:%[5]d
-`, ad.Dir, ad.SignerKeyFile, ad.HMACKeyFile, catalogIssuer, weed.Port, testAccessKey, lib, pol, weed.IcebergURL, testsupport.SeaweedFSRoleARN)
-	cs := startCountersign(t, cfg, append(secretEnv(), "COUNTERSIGN_AUTH_HS256_SECRET="+string(key))...)
-	etl := seaweedToken(t, "etl-bot", testAccessKey, "etl")
-	guest := seaweedToken(t, "guest", testAccessKey, "guests")
+  endpoint: http://127.0.0.1:%[2]d
+`, testsupport.SeaweedFSRoleARN, weed.Port),
+	})
+	cs := startCountersign(t, cfg, env...)
+	etl := cat.Token("etl-bot", testAccessKey, "etl")
+	guest := cat.Token("guest", testAccessKey, "guests")
 
 	if st, b := call(t, cs.url, etl, "POST", "/v1/lake/namespaces", `{"namespace":["db"]}`); st != 200 {
 		t.Fatalf("create namespace: %d %s", st, b)
