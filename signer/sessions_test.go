@@ -116,14 +116,15 @@ func BenchmarkSignNoToken(b *testing.B) {
 func TestKeyCacheManySessions(t *testing.T) {
 	var c keyCache
 	ids, secrets := make([]string, 64), make([]string, 64)
+	date := []byte("20261202")
 	for i := range ids {
 		ids[i] = "ASIA" + strings.Repeat(string(rune('A'+i%26)), 3) + string(rune('a'+i/26))
 		secrets[i] = "secret-" + ids[i]
-		c.get(ids[i], secrets[i], "20261202", "us-east-1")
+		c.get(ids[i], secrets[i], date, "us-east-1")
 	}
 	if allocs := testing.AllocsPerRun(10, func() {
 		for i, id := range ids {
-			c.get(id, secrets[i], "20261202", "us-east-1")
+			c.get(id, secrets[i], date, "us-east-1")
 		}
 	}); allocs != 0 {
 		t.Fatalf("%v allocations for 64 cached keys, want 0: keys were evicted", allocs)

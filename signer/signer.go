@@ -347,15 +347,20 @@ func (s *Signer) SignFor(ctx context.Context, r *s3req.Request, c Caller) (*Sign
 	return signed, err
 }
 
-// sign computes the signature and assembles Signed.
+// sign computes the signature and assembles Signed in two allocations:
+// one string holding the amz date, the Authorization value and the audit's
+// digests (every string of Signed is a part of it), and one box holding
+// Signed with the added headers' values, the signed-header names and the
+// returned header slice (when they fit its arrays, as they do for the
+// requests Iceberg clients send).
 func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host string, contentLength int64, signTime time.Time, clientDate string) (*Signed, error) {
 	signTime = signTime.UTC()
-	// ts is "YYYYMMDDTHHMMSSZ" then the scope "YYYYMMDD/region/s3/aws4_request".
-	b := appendAmzDate(st.buf[:0], signTime)
-	b = appendScope(b, signTime, r.Region)
-	ts := string(b)
+	// ts is "YYYYMMDDTHHMMSSZ" then the scope "YYYYMMDD/region/s3/aws4_request",
+	// in the state's buffer until the result's one string is built.
+	ts := appendAmzDate(st.buf[:0], signTime)
+	ts = appendScope(ts, signTime, r.Region)
 	amzDate, scope := ts[:len(amzDateLayout)], ts[len(amzDateLayout):]
-	if clientDate != "" && amzDate != clientDate {
+	if clientDate != "" && string(amzDate) != clientDate {
 		return nil, fmt.Errorf("signer: internal: signing with x-amz-date %q, client sent %q", amzDate, clientDate)
 	}
 
@@ -367,52 +372,65 @@ func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host s
 		s.onCanonical(string(st.v4.canon))
 	}
 	key := s.keys.get(creds.AccessKeyID, creds.SecretAccessKey, amzDate[:8], r.Region)
-	sig, crHash, b := st.v4.signature(b[:0], key, amzDate, scope)
+	sig, crHash, b := st.v4.signature(ts, key, amzDate, scope)
 	st.buf = b
 
-	// Authorization: AWS4-HMAC-SHA256 Credential=AKID/SCOPE, SignedHeaders=H, Signature=SIG
+	// One string: amz date, then
+	// "AWS4-HMAC-SHA256 Credential=AKID/SCOPE, SignedHeaders=H, Signature=SIG",
+	// then the audit's digests: of the canonical request, and of the hex
+	// signature (never the signature itself).
 	const credPrefix, shPrefix, sigPrefix = algorithm + " Credential=", ", SignedHeaders=", ", Signature="
-	var ab strings.Builder // one allocation: Grow, then String without a copy
-	ab.Grow(len(credPrefix) + len(creds.AccessKeyID) + 1 + len(scope) + len(shPrefix) + len(signedHeaders) + len(sigPrefix) + len(sig))
+	var ab strings.Builder
+	ab.Grow(len(amzDate) + len(credPrefix) + len(creds.AccessKeyID) + 1 + len(scope) + len(shPrefix) + len(signedHeaders) + len(sigPrefix) + len(sig) + 4*sha256.Size)
+	ab.Write(amzDate)
+	authAt := ab.Len()
 	ab.WriteString(credPrefix)
 	ab.WriteString(creds.AccessKeyID)
 	ab.WriteByte('/')
 	scopeAt := ab.Len()
-	ab.WriteString(scope)
+	ab.Write(scope)
 	ab.WriteString(shPrefix)
 	shAt := ab.Len()
 	ab.Write(signedHeaders)
 	ab.WriteString(sigPrefix)
 	ab.Write(sig)
-	auth := ab.String()
-
-	// The audit's digests: of the canonical request, and of the hex
-	// signature (never the signature itself), in one string.
+	authEnd := ab.Len()
+	ab.Write(crHash)
 	sum := sha256.Sum256(sig)
-	var digests strings.Builder
-	digests.Grow(2 * 2 * sha256.Size)
-	digests.Write(crHash)
 	var sumHex [2 * sha256.Size]byte
 	hex.Encode(sumHex[:], sum[:])
-	digests.Write(sumHex[:])
-	ds := digests.String()
+	ab.Write(sumHex[:])
+	all := ab.String()
+	auth := all[authAt:authEnd]
+	digests := all[authEnd:]
 
-	// One allocation for the result and the values of the added headers.
-	box := &struct {
-		Signed
-		vals [4]string
-	}{}
+	box := &signedBox{}
 	out := &box.Signed
 	*out = Signed{
 		AccessKeyID:            creds.AccessKeyID,
-		CredentialScope:        auth[scopeAt : scopeAt+len(scope)],
-		AmzDate:                amzDate,
-		SignedHeaders:          strings.Split(auth[shAt:shAt+len(signedHeaders)], ";"),
-		SignatureSHA256:        ds[2*sha256.Size : 4*sha256.Size],
-		CanonicalRequestSHA256: ds[:2*sha256.Size],
+		CredentialScope:        all[scopeAt : scopeAt+len(scope)],
+		AmzDate:                all[:len(amzDateLayout)],
+		SignedHeaders:          box.splitNames(all[shAt : shAt+len(signedHeaders)]),
+		SignatureSHA256:        digests[2*sha256.Size:],
+		CanonicalRequestSHA256: digests[:2*sha256.Size],
 	}
 
-	hs := make(remotesign.Headers, len(r.Headers), len(r.Headers)+4)
+	added := 1 // Authorization
+	if clientDate == "" {
+		added++
+	}
+	if creds.SessionToken != "" {
+		added++
+	}
+	if r.AddContentSHA256 {
+		added++
+	}
+	var hs remotesign.Headers
+	if n := len(r.Headers) + added; n <= len(box.headers) {
+		hs = box.headers[:len(r.Headers):n]
+	} else {
+		hs = make(remotesign.Headers, len(r.Headers), n)
+	}
 	copy(hs, r.Headers)
 	nv := 0
 	add := func(name, value string) {
@@ -432,6 +450,33 @@ func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host s
 	}
 	out.Headers = hs
 	return out, nil
+}
+
+// signedBox is a Signed with the storage its slices usually need, so that
+// a signature is one allocation of it (and one of its string).
+type signedBox struct {
+	Signed
+	vals    [4]string             // the added headers' values
+	names   [8]string             // SignedHeaders
+	headers [10]remotesign.Header // Headers: the client's and the added
+}
+
+// splitNames is strings.Split(list, ";") into the box's array when the
+// names fit it.
+func (box *signedBox) splitNames(list string) []string {
+	n := strings.Count(list, ";") + 1
+	names := box.names[:0:len(box.names)]
+	if n > len(box.names) {
+		names = make([]string, 0, n)
+	}
+	for {
+		i := strings.IndexByte(list, ';')
+		if i < 0 {
+			return append(names, list)
+		}
+		names = append(names, list[:i])
+		list = list[i+1:]
+	}
 }
 
 // single returns the one value of a header the signer interprets.

@@ -82,7 +82,7 @@ func (v *sigv4) lowerName(name string) string {
 //
 // host is the Host the client sends, contentLength is signed when
 // positive, amzDate and token are the headers the signer adds.
-func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, contentLength int64, amzDate, token, payload string) (signedHeaders []byte, err error) {
+func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, contentLength int64, amzDate []byte, token, payload string) (signedHeaders []byte, err error) {
 	v.add("host", nil)
 	if contentLength > 0 {
 		v.add("content-length", nil)
@@ -260,7 +260,7 @@ func appendQueryEscaped(b []byte, s string) []byte {
 
 // signature computes the hex signature of the canonical request in v.canon
 // and the hex SHA-256 of the canonical request, both appended to out.
-func (v *sigv4) signature(out []byte, key *[sha256.Size]byte, amzDate, scope string) (sig, crHash []byte, buf []byte) {
+func (v *sigv4) signature(out []byte, key *[sha256.Size]byte, amzDate, scope []byte) (sig, crHash []byte, buf []byte) {
 	v.sum = sha256.Sum256(v.canon)
 	start := len(out)
 	out = hex.AppendEncode(out, v.sum[:])
@@ -310,19 +310,19 @@ const (
 	keyWays  = 4
 )
 
-func (c *keyCache) get(accessKeyID, secret, date, region string) *[sha256.Size]byte {
+func (c *keyCache) get(accessKeyID, secret string, date []byte, region string) *[sha256.Size]byte {
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(accessKeyID); i++ {
 		h = (h ^ uint32(accessKeyID[i])) * 16777619
 	}
 	set := h % (keySlots / keyWays) * keyWays
 	for w := uint32(0); w < keyWays; w++ {
-		if k := c.slots[set+w].Load(); k != nil && k.accessKeyID == accessKeyID && k.secret == secret && k.date == date && k.region == region {
+		if k := c.slots[set+w].Load(); k != nil && k.accessKeyID == accessKeyID && k.secret == secret && k.date == string(date) && k.region == region {
 			return &k.key
 		}
 	}
-	k := &derivedKey{accessKeyID: accessKeyID, secret: secret, date: date, region: region}
-	hk := keyStep([]byte("AWS4"+secret), date)
+	k := &derivedKey{accessKeyID: accessKeyID, secret: secret, date: string(date), region: region}
+	hk := keyStep([]byte("AWS4"+secret), k.date)
 	hk = keyStep(hk, region)
 	hk = keyStep(hk, service)
 	hk = keyStep(hk, "aws4_request")
