@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/countersign/countersign/internal/swar"
 )
 
 // SchemaVersion is the record schema's version ("v"). It changes only when
@@ -348,11 +350,26 @@ func isHexDigest(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+	// Eight bytes at a time: validate runs on every signed record, and a
+	// byte loop over its two digests was ~2% of the server's CPU in situ.
+	for i := 0; i < 64; i += 8 {
+		if !isLowerHex8(swar.Load64(s, i)) {
 			return false
 		}
 	}
 	return true
+}
+
+// isLowerHex8 reports whether all eight bytes of x are '0'-'9' or 'a'-'f'.
+// For bytes below 0x80 (checked first) no per-byte sum below carries into
+// the next byte: b+(0x80-lo) has its high bit set iff b >= lo, and
+// b+(0x7f-hi) iff b > hi.
+func isLowerHex8(x uint64) bool {
+	const lsb = 0x0101010101010101
+	if x&swar.MSB != 0 {
+		return false
+	}
+	digit := (x + lsb*(0x80-'0')) &^ (x + lsb*(0x7f-'9'))
+	lower := (x + lsb*(0x80-'a')) &^ (x + lsb*(0x7f-'f'))
+	return (digit|lower)&swar.MSB == swar.MSB
 }
