@@ -154,8 +154,7 @@ func listPrefix(c *s3.Client, prefix string) func(context.Context) error {
 // the policy allows (`countersign policy eval`) SeaweedFS allows: policy
 // allow implies store allow, with the store's own enforcement.
 func TestSessionPoliciesEnforcedBySeaweedFS(t *testing.T) {
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{STS: true})
-	weed.CreateBucket(t, "lake")
+	weed := startVendSeaweedFS(t)
 	admin := weed.AdminClient()
 	anchors := []string{"wh/db/t/", "wh/db/t2/", "wh/db/t_old/", "wh/db/", "wh/sales/", "wh/db/sub/events/", "wh/other/", "wh/db/t"}
 	for _, a := range anchors {

@@ -40,14 +40,7 @@ const signOnlyData = `{"countersign": {"tables": {"prod/db/cards": {
 
 func newVendHarness(t *testing.T) *vendHarness {
 	t.Helper()
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{STS: true})
-	weed.CreateBucket(t, "lake")
-	ad := newAuditDir(t)
-	lib, err := filepath.Abs("../deploy/policies/lib")
-	if err != nil {
-		t.Fatal(err)
-	}
-	combined, _ := filepath.Abs("../deploy/policies/combined")
+	weed := startVendSeaweedFS(t)
 	extra := filepath.Join(t.TempDir(), "sign_only")
 	if err := os.Mkdir(extra, 0o755); err != nil {
 		t.Fatal(err)
@@ -55,38 +48,19 @@ func newVendHarness(t *testing.T) *vendHarness {
 	if err := os.WriteFile(filepath.Join(extra, "data.json"), []byte(signOnlyData), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-audit:
-  dir: %[6]q
-  node_id: e2e
-  checkpoint_key_file: %[7]q
-  hmac_key_file: %[8]q
-  checkpoint_interval: 100ms
-auth:
-  issuer: %[3]s
-  audience: [%[4]s]
-  jwks_file: %[5]q
-endpoints:
-  - name: seaweedfs
-    scheme: http
-    host: localhost
-    port: %[1]d
-    virtual_host_domain: localhost
-    regions: [us-east-1]
-credentials:
-  source: static
-  access_key_id: %[2]s
-policy:
-  paths: [%[9]q, %[10]q, %[11]q]
-vending:
-  enabled: true
-  role_arn: %[12]s
-  sts_endpoint: http://127.0.0.1:%[1]d
-  region: us-east-1
-  endpoint: http://127.0.0.1:%[1]d
-`, weed.Port, testAccessKey, testIssuer, testAudience, testIdP.WriteJWKS(t), ad.Dir, ad.SignerKeyFile, ad.HMACKeyFile,
-		lib, combined, extra, testsupport.SeaweedFSRoleARN)
-	return &vendHarness{weed: weed, cs: startCountersign(t, config, secretEnv()...), audit: ad}
+	combined, err := filepath.Abs("../deploy/policies/combined")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startVendWith(t, weed, "", fmt.Sprintf("  region: us-east-1\n  endpoint: http://127.0.0.1:%d\n", weed.Port), combined, extra)
+}
+
+// startVendSeaweedFS runs SeaweedFS with its STS and the bucket lake.
+func startVendSeaweedFS(t *testing.T) *testsupport.S3Server {
+	t.Helper()
+	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{STS: true})
+	weed.CreateBucket(t, "lake")
+	return weed
 }
 
 // vended is one answer of a credentials route.
@@ -488,24 +462,37 @@ permit if {
 }
 `
 
-// startVendWith runs countersign with vending against weed under the
-// policy in dir (with deploy/policies/lib), its STS at stsEndpoint.
-func startVendWith(t *testing.T, weed *testsupport.S3Server, policyDir, stsEndpoint, extra string) *vendHarness {
+// startVendWith runs countersign with vending against weed (vendConfig).
+func startVendWith(t *testing.T, weed *testsupport.S3Server, stsEndpoint, extra string, policyDirs ...string) *vendHarness {
 	t.Helper()
 	ad := newAuditDir(t)
-	return &vendHarness{weed: weed, cs: startCountersign(t, vendConfig(t, weed, ad, policyDir, stsEndpoint, extra), secretEnv()...), audit: ad}
+	return &vendHarness{weed: weed, cs: startCountersign(t, vendConfig(t, weed, ad, stsEndpoint, extra, policyDirs...), secretEnv()...), audit: ad}
 }
 
-// vendConfig is startVendWith's configuration.
-func vendConfig(t *testing.T, weed *testsupport.S3Server, ad *testsupport.AuditDir, policyDir, stsEndpoint, extra string) string {
+// vendConfig is a configuration that vends from the STS at stsEndpoint
+// ("" for weed's own) under deploy/policies/lib and policyDirs; extra is
+// appended after vending.sts_endpoint (more vending settings, or sections
+// of their own).
+func vendConfig(t *testing.T, weed *testsupport.S3Server, ad *testsupport.AuditDir, stsEndpoint, extra string, policyDirs ...string) string {
 	t.Helper()
-	lib, _ := filepath.Abs("../deploy/policies/lib")
+	lib, err := filepath.Abs("../deploy/policies/lib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stsEndpoint == "" {
+		stsEndpoint = fmt.Sprintf("http://127.0.0.1:%d", weed.Port)
+	}
+	paths := make([]string, 0, 1+len(policyDirs))
+	for _, d := range append([]string{lib}, policyDirs...) {
+		paths = append(paths, strconv.Quote(d))
+	}
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 audit:
   dir: %[6]q
   node_id: e2e
   checkpoint_key_file: %[7]q
   hmac_key_file: %[8]q
+  checkpoint_interval: 100ms
 auth:
   issuer: %[3]s
   audience: [%[4]s]
@@ -521,13 +508,23 @@ credentials:
   source: static
   access_key_id: %[2]s
 policy:
-  paths: [%[9]q, %[10]q]
+  paths: [%[9]s]
 vending:
   enabled: true
-  role_arn: %[11]s
-  sts_endpoint: %[12]s
-%[13]s`, weed.Port, testAccessKey, testIssuer, testAudience, testIdP.WriteJWKS(t), ad.Dir, ad.SignerKeyFile, ad.HMACKeyFile,
-		lib, policyDir, testsupport.SeaweedFSRoleARN, stsEndpoint, extra)
+  role_arn: %[10]s
+  sts_endpoint: %[11]s
+%[12]s`, weed.Port, testAccessKey, testIssuer, testAudience, testIdP.WriteJWKS(t), ad.Dir, ad.SignerKeyFile, ad.HMACKeyFile,
+		strings.Join(paths, ", "), testsupport.SeaweedFSRoleARN, stsEndpoint, extra)
+}
+
+// wholePrefixDir is a policy directory holding wholePrefixPolicy.
+func wholePrefixDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(wholePrefixPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestVendingNeedsTheWholePrefix: only prefixes the policy allows wholly
@@ -536,13 +533,9 @@ vending:
 // of prefixes) is refused by the default rule; STS unavailable is 503 with
 // nothing minted, and recorded.
 func TestVendingNeedsTheWholePrefix(t *testing.T) {
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{STS: true})
-	weed.CreateBucket(t, "lake")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(wholePrefixPolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h := startVendWith(t, weed, dir, fmt.Sprintf("http://127.0.0.1:%d", weed.Port), "")
+	weed := startVendSeaweedFS(t)
+	dir := wholePrefixDir(t)
+	h := startVendWith(t, weed, "", "", dir)
 	token := testIdP.Mint("pat", []string{"open"}, nil)
 
 	c, _ := unityCreds(t, h.unity(t, token, "s3://lake/wh/open/", "PATH_READ"))
@@ -565,11 +558,11 @@ func TestVendingNeedsTheWholePrefix(t *testing.T) {
 	unityRefusal(t, h.unity(t, token, "s3://lake/wh/open/", "PATH_READ_WRITE"), http.StatusForbidden, "PERMISSION_DENIED")
 
 	// STS down: a countersign whose STS endpoint refuses connections.
-	down := startVendWith(t, weed, dir, fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t)), `limits:
+	down := startVendWith(t, weed, fmt.Sprintf("http://127.0.0.1:%d", testsupport.FreePort(t)), `limits:
   refusal_limit:
     per_second: 0.001
     burst: 3
-`)
+`, dir)
 	v := down.unity(t, token, "s3://lake/wh/open/", "PATH_READ")
 	unityRefusal(t, v, http.StatusServiceUnavailable, "UNAVAILABLE")
 	if v.header.Get("Retry-After") == "" {
@@ -603,13 +596,8 @@ func TestVendingNeedsTheWholePrefix(t *testing.T) {
 // leave, though the policy allows it and the STS works.
 func TestVendingAuditFullFailsClosed(t *testing.T) {
 	mnt := mountTmpfs(t)
-	weed := servers.StartSeaweedFSWith(t, testsupport.SeaweedFSOptions{STS: true})
-	weed.CreateBucket(t, "lake")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(wholePrefixPolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := tmpfsAuditConfig(t, vendConfig(t, weed, newAuditDir(t), dir, fmt.Sprintf("http://127.0.0.1:%d", weed.Port), ""), mnt)
+	weed := startVendSeaweedFS(t)
+	cfg := tmpfsAuditConfig(t, vendConfig(t, weed, newAuditDir(t), "", "", wholePrefixDir(t)), mnt)
 	h := &vendHarness{weed: weed, cs: startCountersign(t, cfg, secretEnv()...)}
 	token := testIdP.Mint("pat", []string{"open"}, nil)
 	unityCreds(t, h.unity(t, token, "s3://lake/wh/open/", "PATH_READ"))
