@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -44,6 +45,7 @@ type Authenticator struct {
 	allowed []string
 	keys    *keyStore // nil when bearer tokens are not configured
 	cache   *verifiedCache
+	memo    tokenMemo // in front of cache (memo.go)
 
 	closeOnce sync.Once
 }
@@ -181,14 +183,22 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization []byte, 
 // token returns the identity of a bearer token, from the cache when a
 // previous verification is still valid.
 func (a *Authenticator) token(ctx context.Context, tok []byte) (*Identity, *Error) {
-	sum := sha256.Sum256(tok)
 	now := a.now()
 	ks := a.keys.current()
-	if id, ok := a.cache.get(sum, now, ks.gen); ok {
+	slot := a.memo.slot(tok)
+	if e := slot.Load(); e != nil && !e.evicted.Load() && e.valid(now, ks.gen) && sameToken(e.token, tok) {
 		if a.onCache != nil {
 			a.onCache(true)
 		}
-		return id, nil
+		return e.id, nil
+	}
+	sum := sha256.Sum256(tok)
+	if e, ok := a.cache.get(sum, now, ks.gen); ok {
+		slot.Store(e)
+		if a.onCache != nil {
+			a.onCache(true)
+		}
+		return e.id, nil
 	}
 	if a.onCache != nil {
 		a.onCache(false)
@@ -198,7 +208,9 @@ func (a *Authenticator) token(ctx context.Context, tok []byte) (*Identity, *Erro
 		return nil, err
 	}
 	if !id.ExpiresAt.IsZero() {
-		a.cache.add(sum, cacheEntry{id: id, notAfter: id.ExpiresAt.Add(a.rules.leeway), gen: gen})
+		e := &cacheEntry{id: id, notAfter: id.ExpiresAt.Add(a.rules.leeway), gen: gen, token: bytes.Clone(tok)}
+		a.cache.add(sum, e)
+		slot.Store(e)
 	}
 	return id, nil
 }

@@ -20,7 +20,9 @@
 //
 //  1. Authorization: "Bearer" (any case), at most MaxTokenBytes.
 //  2. Cache: SHA-256 of the token; a hit is valid until exp+leeway and
-//     while the key set generation is unchanged (cache.go).
+//     while the key set generation is unchanged (cache.go). In front of
+//     it, the entries last returned, found by the token's exact bytes
+//     under the same rules (memo.go).
 //  3. Shape and header (token.go): three strict base64url segments, a
 //     header that is one strict JSON object (internal/strictjson: UTF-8,
 //     no duplicate names at any depth); JWE, crit and b64 are refused.
