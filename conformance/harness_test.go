@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/countersign/countersign/conformance/remotesigning"
 	"github.com/countersign/countersign/testsupport"
 )
 
@@ -46,6 +48,38 @@ func (s *s3Server) httpClient() *http.Client {
 	tr := s.LoopbackTransport()
 	tr.MaxIdleConnsPerHost = 64
 	return &http.Client{Timeout: 2 * time.Minute, Transport: tr}
+}
+
+// readSigned has signer sign a GET of location (s3://bucket/key, a table's
+// metadata file) on s's path-style endpoint and sends it as signed: the
+// store's status and body, or the signer's error.
+func (s *s3Server) readSigned(ctx context.Context, t testing.TB, signer *remotesigning.Client, location string) (int, []byte, error) {
+	t.Helper()
+	u, err := url.Parse(location)
+	if err != nil || u.Scheme != "s3" {
+		t.Fatalf("not an s3:// location: %q", location)
+	}
+	res, err := signer.Sign(ctx, remotesigning.Request{Region: testRegion, Method: "GET", Provider: "s3",
+		URI: fmt.Sprintf("http://127.0.0.1:%d/%s%s", s.Port, u.Host, u.Path), Headers: map[string][]string{}})
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", res.URI, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range res.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := s.httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, nil
 }
 
 func (s *s3Server) adminPut(t testing.TB, bucket, key string, data []byte) {
