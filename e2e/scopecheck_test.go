@@ -2,22 +2,16 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/countersign/countersign/testsupport"
@@ -103,29 +97,14 @@ func seaweedAssumeRole(t *testing.T, weed *testsupport.S3Server, doc string) aws
 		"Action": {"AssumeRole"}, "Version": {"2011-06-15"}, "RoleArn": {testsupport.SeaweedFSRoleARN},
 		"RoleSessionName": {"scope-check"}, "DurationSeconds": {"900"}, "Policy": {doc},
 	}.Encode()
-	req, err := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/", weed.Port), strings.NewReader(form))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	sum := sha256.Sum256([]byte(form))
-	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: testAccessKey, SecretAccessKey: testSecretKey},
-		req, hex.EncodeToString(sum[:]), "sts", testRegion, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
+	status, body := weed.RootCall(t, "POST", "/", "application/x-www-form-urlencoded", form, "sts")
 	var out struct {
 		Result struct {
 			Credentials struct{ AccessKeyId, SecretAccessKey, SessionToken string }
 		} `xml:"AssumeRoleResult"`
 	}
-	if err := xml.Unmarshal(body, &out); res.StatusCode != http.StatusOK || err != nil || out.Result.Credentials.AccessKeyId == "" {
-		t.Fatalf("AssumeRole: %d %v %s", res.StatusCode, err, body)
+	if err := xml.Unmarshal(body, &out); status != http.StatusOK || err != nil || out.Result.Credentials.AccessKeyId == "" {
+		t.Fatalf("AssumeRole: %d %v %s", status, err, body)
 	}
 	c := out.Result.Credentials
 	return aws.Credentials{AccessKeyID: c.AccessKeyId, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}

@@ -238,15 +238,25 @@ func SeaweedIcebergSigningKey(accessKey, secretKey string) []byte {
 // as the warehouse (prefix) of the same name. An existing bucket is fine.
 func (w *S3Server) CreateTableBucket(t testing.TB, name string) {
 	t.Helper()
-	body := `{"name":` + strconv.Quote(name) + `}`
-	req, err := http.NewRequest(http.MethodPut, "http://127.0.0.1:"+strconv.Itoa(w.Port)+"/buckets", strings.NewReader(body))
+	st, b := w.RootCall(t, http.MethodPut, "/buckets", "application/x-amz-json-1.1", `{"name":`+strconv.Quote(name)+`}`, "s3tables")
+	if st != http.StatusOK && st != http.StatusConflict {
+		t.Fatalf("CreateTableBucket %s: %d %s", name, st, b)
+	}
+}
+
+// RootCall sends one request to the S3 port, signed (SigV4 for service:
+// "s3tables", "sts") with the root identity's keys, the way SeaweedFS's
+// APIs beside S3 take them, and returns the status and body.
+func (w *S3Server) RootCall(t testing.TB, method, path, contentType, body, service string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://127.0.0.1:"+strconv.Itoa(w.Port)+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	req.Header.Set("Content-Type", contentType)
 	sum := sha256.Sum256([]byte(body))
 	creds := aws.Credentials{AccessKeyID: w.servers.AccessKey, SecretAccessKey: w.servers.SecretKey}
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), "s3tables", w.servers.Region, time.Now()); err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), service, w.servers.Region, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -255,9 +265,7 @@ func (w *S3Server) CreateTableBucket(t testing.TB, name string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
-		t.Fatalf("CreateTableBucket %s: %s %s", name, resp.Status, b)
-	}
+	return resp.StatusCode, b
 }
 
 // SeaweedIcebergToken is an HS256 bearer token that SeaweedFS's Iceberg
