@@ -98,18 +98,7 @@ func TestAuditFleetDuckDB(t *testing.T) {
 	}
 	compare := func(name string, want [][]string, cols ...string) {
 		t.Helper()
-		var have [][]string
-		for _, row := range got[name] {
-			var cells []string
-			for _, c := range cols {
-				cells = append(cells, fmt.Sprint(row[c]))
-			}
-			have = append(have, cells)
-		}
-		if len(want) < 2 || fmt.Sprint(have) != fmt.Sprint(want) {
-			t.Fatalf("%s: DuckDB returned\n%v\naudit fleet query\n%v", name, have, want)
-		}
-		t.Logf("%s: %d rows agree", name, len(want))
+		duckdbAgrees(t, got[name], "audit fleet query", 2, name, want, cols...)
 	}
 	compare("objects", distinct("-principal", principal, "-since", "2026-11-01", "-until", "2026-12-01", "-distinct", "object"), "k", "records", "first", "last", "nodes")
 	compare("who", distinct("-bucket", bucket, "-key", key, "-distinct", "principal"), "k", "records", "first", "last", "nodes")
