@@ -3,12 +3,10 @@ package main
 import (
 	"crypto/tls"
 	"flag"
-	"fmt"
 	"log/slog"
 
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/remotesign"
-	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/server"
 )
 
@@ -34,13 +32,9 @@ func buildCannedServer(cfg Config, tlsConfig *tls.Config, log *slog.Logger) (*se
 		log.Error("BENCHMARK CANNED-RESPONSE MODE (-" + cannedFlagName + "): " +
 			"no authentication, no policy, no audit, FAKE signatures. For measuring countersign's floor only; never route real traffic here.")
 	}
-	classifier, err := s3req.New(s3req.Options{
-		Endpoints:       cfg.Endpoints,
-		AllowUnsafeKeys: cfg.Keys.AllowUnsafe,
-		MaxDeleteKeys:   cfg.Limits.MaxDeleteKeys,
-	})
+	classifier, err := newClassifier(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config endpoints: %w", err)
+		return nil, nil, err
 	}
 	h, err := server.NewHandler(server.CannedStages(classifier), server.Options{
 		BasePaths:      cfg.BasePaths,

@@ -44,13 +44,9 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 	}
 	opened.add(func() error { authn.Close(); return nil })
 
-	classifier, err := s3req.New(s3req.Options{
-		Endpoints:       cfg.Endpoints,
-		AllowUnsafeKeys: cfg.Keys.AllowUnsafe,
-		MaxDeleteKeys:   cfg.Limits.MaxDeleteKeys,
-	})
+	classifier, err := newClassifier(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config endpoints: %w", err)
+		return nil, nil, err
 	}
 
 	// The audit log opens first: everything after it is on record,
@@ -253,4 +249,19 @@ func (c closers) close() error {
 		}
 	}
 	return first
+}
+
+// newClassifier is the request classifier of cfg, one for the pipeline and
+// the canned benchmark server, so that the floor measures the same
+// classification.
+func newClassifier(cfg Config) (*s3req.Classifier, error) {
+	c, err := s3req.New(s3req.Options{
+		Endpoints:       cfg.Endpoints,
+		AllowUnsafeKeys: cfg.Keys.AllowUnsafe,
+		MaxDeleteKeys:   cfg.Limits.MaxDeleteKeys,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config endpoints: %w", err)
+	}
+	return c, nil
 }

@@ -48,3 +48,26 @@ func TestBuildSigningServerClosesWhatItOpened(t *testing.T) {
 	}
 	reopen("after closing")
 }
+
+// TestClassifierOfBothServers: the signing server and the canned floor
+// build their classifier with newClassifier, so a config both refuse for
+// its endpoints is refused the same way by each.
+func TestClassifierOfBothServers(t *testing.T) {
+	cfg := devConfig()
+	if err := fillDevSecrets(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(cfg.Audit.Dir)) })
+	log := slog.New(slog.DiscardHandler)
+	bad := cfg
+	bad.Endpoints = nil
+	_, _, errSigning := buildSigningServer(context.Background(), bad, nil, true, log)
+	_, _, errCanned := buildCannedServer(bad, nil, log)
+	want := "config endpoints: s3req: at least one endpoint must be configured"
+	if errSigning == nil || errCanned == nil || errSigning.Error() != want || errCanned.Error() != want {
+		t.Fatalf("signing server: %v; canned: %v; want %q from both", errSigning, errCanned, want)
+	}
+	if _, _, err := buildCannedServer(cfg, nil, log); err != nil {
+		t.Fatalf("canned server of the dev config: %v", err)
+	}
+}
