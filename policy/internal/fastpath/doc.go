@@ -26,7 +26,9 @@
 //     fields; astinput.go: InputValue;
 //   - residual.go: the residual compiled into a program of rules and
 //     terms; interp.go: the machine that runs it; index.go: the candidate
-//     rules by their guards on the object's fields;
+//     rules by their guards on the object's fields; compiled.go: rule sets
+//     of tests on paths with constant values, checked without the
+//     interpreter;
 //   - conflicts.go and pecaveats.go: what partial evaluation would get
 //     wrong, found before it runs;
 //   - builtins.go: the allow-list of built-ins; natives.go: Go versions of

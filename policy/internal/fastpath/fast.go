@@ -74,6 +74,9 @@ type Cache struct {
 	// noHeaderMemo: evaluate every header rule (benchmarks, and tests
 	// comparing both ways)
 	noHeaderMemo bool
+	// noCompiled: the interpreter evaluates compiled rule sets too
+	// (compiled.go; the differential test of the compiled form).
+	noCompiled bool
 
 	mods      []*ast.Module
 	store     storage.Store
@@ -588,6 +591,7 @@ func (f *Cache) run(ctx context.Context, s *scope, in *policyinput.Input, names 
 	m := getMachine(ctx, s.prog, nil)
 	m.in = &m.inBuf
 	m.inBuf.reset(s.known, in)
+	m.interpOnly = f.noCompiled
 	if !f.noHeaderMemo {
 		m.startHeaderMemo(names)
 	}

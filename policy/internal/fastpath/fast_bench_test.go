@@ -397,3 +397,25 @@ func BenchmarkHeaderRuleMemo(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompiledSets is BenchmarkAuthorizeFast (the memo off) with the
+// residual's compiled rule sets (compiled.go) checked by Go code (on, the
+// default) and by the interpreter (off).
+func BenchmarkCompiledSets(b *testing.B) {
+	ins := scanInputs(4096)
+	engines := benchEngines(b)
+	for _, name := range []string{"grants-10k", "combined-10k"} {
+		e := engines[name]
+		forceBuild(e)
+		e.fast.noMemo = true
+		if d, err := e.Authorize(context.Background(), ins[0]); err != nil || !d.Allow {
+			b.Fatal(d, err)
+		}
+		for _, on := range []bool{true, false} {
+			b.Run(name+"/"+map[bool]string{true: "on", false: "off"}[on], func(b *testing.B) {
+				e.fast.noCompiled = !on
+				benchDecide(b, ins, e.Authorize)
+			})
+		}
+	}
+}

@@ -216,14 +216,39 @@ func (lv *indexLevel) addEqual(c ast.Value, rule int) {
 	lv.valEquals = append(lv.valEquals, valueRules{val: c, rules: []int{rule}})
 }
 
-// candidates appends to out, in definition order, the definitions that can
-// apply when the level's path has value v (nil: undefined).
+// candidatesOf is candidates of a value as a lookup returns it (a lazy
+// string is read without boxing it).
+func (lv *indexLevel) candidatesOf(v ast.Value, out []int) []int {
+	if s, ok := stringOf(v); ok {
+		return lv.strCandidates(s, out)
+	}
+	if v != nil {
+		v = materialize(v)
+	}
+	return lv.candidates(v, out)
+}
+
+// candidates appends to out the definitions that can apply when the
+// level's path has value v (nil: undefined).
 func (lv *indexLevel) candidates(v ast.Value, out []int) []int {
 	if v == nil {
 		return out
 	}
-	if s, ok := v.(ast.String); ok && lv.hasPrefix {
-		str := string(s)
+	if s, ok := v.(ast.String); ok {
+		return lv.strCandidates(string(s), out)
+	}
+	for k := range lv.valEquals {
+		if ast.ValueEqual(lv.valEquals[k].val, v) {
+			out = append(out, lv.valEquals[k].rules...)
+		}
+	}
+	return out
+}
+
+// strCandidates is candidates of a string: a string equals no constant
+// of another type.
+func (lv *indexLevel) strCandidates(str string, out []int) []int {
+	if lv.hasPrefix {
 		for i := 0; i < len(str); i++ {
 			if str[i] == '/' {
 				out = append(out, lv.dirs[str[:i+1]]...)
@@ -235,16 +260,8 @@ func (lv *indexLevel) candidates(v ast.Value, out []int) []int {
 			}
 		}
 	}
-	if s, ok := v.(ast.String); ok {
-		if len(lv.strEquals) > 0 {
-			out = append(out, lv.strEquals[string(s)]...)
-		}
-		return out // a string equals no other constant
-	}
-	for k := range lv.valEquals {
-		if ast.ValueEqual(lv.valEquals[k].val, v) {
-			out = append(out, lv.valEquals[k].rules...)
-		}
+	if len(lv.strEquals) > 0 {
+		out = append(out, lv.strEquals[str]...)
 	}
 	return out
 }

@@ -100,6 +100,9 @@ type machine struct {
 	hmemo   *headerMemo
 	hnew    []headerEntry
 	hhits   int
+	// interpOnly: evaluate compiled rule sets (compiled.go) with the
+	// interpreter too (Cache.noCompiled).
+	interpOnly bool
 
 	collect func(*ast.Term) error
 }
@@ -152,7 +155,7 @@ func putMachine(m *machine) {
 	m.rbuf = m.rbuf[:0] // cleared as candidates are done with
 	clear(m.tupleBuf[:cap(m.tupleBuf)])
 	m.tuple = nil
-	m.names, m.hmemo, m.hhits = nil, nil, 0
+	m.names, m.hmemo, m.hhits, m.interpOnly = nil, nil, 0, false
 	clear(m.hnew)
 	m.hnew = m.hnew[:0]
 	for i := range m.memo {
@@ -945,6 +948,16 @@ func (m *machine) callFunc(rs *ruleSet, args []ast.Value) (ast.Value, error) {
 	if mm.state == 1 {
 		return nil, errFallback // recursion: not Rego
 	}
+	if rs.comp != nil && !m.interpOnly {
+		val, err := m.evalCompiled(rs, args)
+		if err != nil {
+			return nil, err
+		}
+		start := len(m.keep)
+		m.keep = append(m.keep, args...)
+		mm.calls = append(mm.calls, funcMemo{args: m.keep[start:len(m.keep):len(m.keep)], val: val})
+		return val, nil
+	}
 	mm.state = 1
 	// args live on the argument stack: keep a copy for the memo, and
 	// evaluate with it (the stack moves on).
@@ -983,6 +996,14 @@ func (m *machine) setValue(rs *ruleSet) (ast.Value, error) {
 	case 1:
 		return nil, errFallback
 	}
+	if rs.comp != nil && !m.interpOnly {
+		v, err := m.evalCompiled(rs, nil)
+		if err != nil {
+			return nil, err
+		}
+		mm.state, mm.val = 2, v
+		return v, nil
+	}
 	mm.state = 1
 	var k int
 	if rs.kind == kindSet {
@@ -1014,35 +1035,11 @@ func (m *machine) setValue(rs *ruleSet) (ast.Value, error) {
 // evalDefs evaluates the definitions of a rule set (those OPA's index
 // selects), their else branches and the default, as topdown does.
 func (m *machine) evalDefs(rs *ruleSet, args []ast.Value, k int) error {
-	ix := rs.index
-	if ix == nil {
+	if rs.index == nil {
 		return m.evalRules(rs.rules, rs.def, args, k)
 	}
-	// The index's candidates: for each level, the value of its path for
-	// this object.
 	mark := len(m.ibuf)
-	m.ibuf = append(m.ibuf, ix.always...)
-	for l := range ix.levels {
-		lv := &ix.levels[l]
-		var cur ast.Value
-		if lv.path.arg >= 0 {
-			cur = args[lv.path.arg]
-		} else {
-			cur = m.in.root()
-		}
-		for _, p := range lv.path.path {
-			var ok bool
-			if cur, ok = m.lookup(cur, p); !ok {
-				cur = nil
-				break
-			}
-		}
-		if cur != nil {
-			cur = materialize(cur)
-		}
-		m.ibuf = lv.candidates(cur, m.ibuf)
-	}
-	sortInts(m.ibuf[mark:])
+	m.candidates(rs, args)
 	rmark := len(m.rbuf)
 	for _, i := range m.ibuf[mark:] {
 		m.rbuf = append(m.rbuf, rs.rules[i])

@@ -58,7 +58,8 @@ type ruleSet struct {
 	arity int
 	rules []*rule // top-level definitions, in order
 	def   *rule
-	index *guardIndex // nil: evaluate every definition
+	index *guardIndex  // nil: evaluate every definition
+	comp  *compiledSet // nil: the interpreter evaluates it (compiled.go)
 }
 
 type rule struct {
@@ -225,6 +226,11 @@ func compileProgram(c *ast.Compiler, query string, known *knownInput, strictNeg 
 		return nil, fmt.Errorf("%w: no decision query", errUnsupported)
 	}
 	p.numberHeaderRules()
+	for _, rs := range p.sets {
+		if rs != p.query {
+			rs.comp = compileSet(rs)
+		}
+	}
 	return p, nil
 }
 

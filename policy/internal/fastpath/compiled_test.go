@@ -1,0 +1,215 @@
+package fastpath
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/internal/policyinput"
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// guardPolicy is a random policy whose residuals are mostly of the
+// compiled shape (compiled.go): sets, complete rules and functions of
+// tests on the object's fields, with constant values, some conflicting,
+// some reading a header's value or another set's count, next to rules the
+// interpreter keeps.
+func guardPolicy(r *rand.Rand) string {
+	lits := []string{`"wh/"`, `"wh/db/"`, `"wh/db/t/"`, `"wh/db1/"`, `"wh/sales/"`, `"n/"`, `"wh/db/t/data/"`, `"arn:aws:s3:::lake/wh/"`, `""`, `"wh/db/t"`, `"x"`}
+	lit := func() string { return lits[r.IntN(len(lits))] }
+	test := func(res string) string {
+		switch r.IntN(16) {
+		case 0:
+			return fmt.Sprintf("startswith(%s.key, %s)", res, lit())
+		case 1:
+			return fmt.Sprintf("not startswith(%s.key, %s)", res, lit())
+		case 2:
+			return fmt.Sprintf("is_string(%s.prefix)", res)
+		case 3:
+			return fmt.Sprintf("not is_string(%s.prefix)", res)
+		case 4:
+			return fmt.Sprintf("startswith(%s.prefix, %s)", res, lit()) // null: an error, undefined
+		case 5:
+			return fmt.Sprintf("not startswith(%s.prefix, %s)", res, lit())
+		case 6:
+			return fmt.Sprintf("%s.key == %s", res, lit())
+		case 7:
+			return fmt.Sprintf("%s.version_id == \"\"", res)
+		case 8:
+			return fmt.Sprintf("startswith(%s.arn, %s)", res, lit())
+		case 9:
+			return fmt.Sprintf("%s.missing == 1", res) // undefined
+		case 10:
+			return fmt.Sprintf("not %s.missing == 1", res)
+		case 11:
+			return `input.request.headers.range == "bytes=0-99"`
+		case 12:
+			return `startswith(input.request.headers.range, "bytes=1")`
+		case 13:
+			return `input.source.ip == "10.0.0.7"`
+		case 14:
+			return fmt.Sprintf("%s.bucket == %q", res, []string{"lake", "raw"}[r.IntN(2)])
+		default:
+			return fmt.Sprintf("startswith(%s.key, %s)", res, lit())
+		}
+	}
+	body := func(res string, n int) string {
+		ts := make([]string, 0, n)
+		for range n {
+			ts = append(ts, test(res))
+		}
+		return strings.Join(ts, "; ")
+	}
+	var b strings.Builder
+	b.WriteString("package countersign.authz\n\ndefault allow := false\n")
+	b.WriteString("allow if { count(deny) == 0; count(permit) > 0 }\n")
+	elems := []string{`"a"`, `"b"`, `"c"`, `"d"`, `"e"`, `"f"`}
+	ne := 1 + r.IntN(len(elems)) // more than maxPrebuilt sometimes
+	// enough definitions for the index, sometimes
+	for range 2 + r.IntN(12) {
+		fmt.Fprintf(&b, "permit contains %s if { %s }\n", elems[r.IntN(ne)], body("input.resource", 1+r.IntN(3)))
+	}
+	if r.IntN(2) == 0 {
+		fmt.Fprintf(&b, "permit contains \"t\" if { count(scoped) == %d; %s }\n", r.IntN(2), body("input.resource", 1))
+	}
+	for range 1 + r.IntN(4) {
+		fmt.Fprintf(&b, "inside(res) if { %s }\n", body("res", 1+r.IntN(3)))
+	}
+	fmt.Fprintf(&b, "scoped contains \"out\" if { not inside(input.resource) }\n")
+	fmt.Fprintf(&b, "deny contains \"outside\" if { not inside(input.resource); %s }\n", body("input.resource", 1))
+	if r.IntN(2) == 0 {
+		fmt.Fprintf(&b, "deny contains msg if { not inside(input.resource); msg := sprintf(\"%%v outside\", [input.resource.arn]) }\n")
+	}
+	vals := []string{"1", "2", `"x"`, "1.0"}
+	nv := 1 + r.IntN(len(vals))
+	for range 1 + r.IntN(4) {
+		fmt.Fprintf(&b, "level := %s if { %s }\n", vals[r.IntN(nv)], body("input.resource", 1+r.IntN(2)))
+	}
+	if r.IntN(2) == 0 {
+		fmt.Fprintf(&b, "default level := 0\n")
+	}
+	b.WriteString("reason := sprintf(\"%v %v %v\", [level, sort(permit), sort(deny)]) if not allow\n")
+	return b.String()
+}
+
+// TestCompiledDifferential decides random inputs on random guard policies
+// twice from the same residual, with its compiled rule sets and with the
+// interpreter only: allow, reason and whether the fast path decided must
+// agree, and both must agree with OPA. It fails when the compiled form is
+// wrong (a test inverted, an undefined path taken as a value, a conflict
+// missed).
+func TestCompiledDifferential(t *testing.T) {
+	seed := runSeed(t)
+	policies := 300
+	if testing.Short() || raceEnabled {
+		policies = 60
+	}
+	ctx := context.Background()
+	compiledScopes, decisions := 0, 0
+	for i := range policies {
+		r := rand.New(rand.NewPCG(seed, uint64(i)))
+		src := guardPolicy(r)
+		m, err := ast.ParseModuleWithOpts("guard.rego", src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatalf("policy %d does not parse: %v\n%s", i, err, src)
+		}
+		e, err := newEngine(ctx, "guard", []module{{name: "guard.rego", raw: []byte(src), parsed: m}}, genData(), "", Options{})
+		if err != nil {
+			t.Fatalf("policy %d: %v\n%s", i, err, src)
+		}
+		if e.fast == nil {
+			t.Fatalf("policy %d has no fast path: %s\n%s", i, e.noFast, src)
+		}
+		forceBuild(e)
+		e.fast.noMemo = true
+		compiled := false
+		for _, in := range genInputs(seed^uint64(i), 20) {
+			e.fast.noCompiled = false
+			ca, cr, cok := e.fast.Decide(ctx, in)
+			e.fast.noCompiled = true
+			ia, ir, iok := e.fast.Decide(ctx, in)
+			if ca != ia || cr != ir || cok != iok {
+				t.Fatalf("policy %d of seed %d (COUNTERSIGN_TEST_SEED=%d): compiled %v %q %v, interpreter %v %q %v\npolicy:\n%s\ninput: %s",
+					i, seed, seed, ca, cr, cok, ia, ir, iok, src, describeInput(in))
+			}
+			if !compiled && cok {
+				if s := e.fast.scopeOf(in); s != nil && s.prog != nil && s.prog.compiledSets() > 0 {
+					compiled = true
+				}
+			}
+			decisions++
+			if !checkSame(t, e, in) {
+				t.Fatalf("policy %d of seed %d: the fast path differs from OPA\n%s", i, seed, src)
+			}
+		}
+		if compiled {
+			compiledScopes++
+		}
+	}
+	t.Logf("%d policies, %d with compiled rule sets, %d decisions", policies, compiledScopes, decisions)
+	if compiledScopes < policies/2 {
+		t.Errorf("only %d of %d policies had compiled rule sets", compiledScopes, policies)
+	}
+}
+
+// TestCompiledShapes: the example policies' grant rules and table-scope
+// functions are compiled; a rule set with a shape the compiler does not
+// know is not.
+func TestCompiledShapes(t *testing.T) {
+	big := genGrants(1000)
+	in := scanInputs(1)[0]
+	for _, c := range []struct {
+		policy string
+		want   []string
+	}{
+		{"grants", []string{"countersign.authz.permit"}},
+		{"combined", []string{"countersign.authz.permit", "__not"}},
+	} {
+		e := testEngine(t, examplesRoot+"/"+c.policy, big, Options{})
+		known, err := newKnownInput(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.fast.compileScope(known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			found := false
+			for _, rs := range p.sets {
+				if strings.Contains(rs.path, w) && rs.comp != nil {
+					found = true
+				}
+				if strings.HasSuffix(rs.path, ".allow") && rs.comp != nil {
+					t.Errorf("%s: allow (count, gt) compiled", c.policy)
+				}
+			}
+			if !found {
+				t.Errorf("%s: no compiled rule set %s", c.policy, w)
+			}
+		}
+	}
+}
+
+// scopeOf is in's scope in the cache, or nil.
+func (f *Cache) scopeOf(in *policyinput.Input) *scope {
+	key, ok := appendScopeKey(nil, in)
+	if !ok {
+		return nil
+	}
+	return f.lookup(maphash.Bytes(f.seed, key), key)
+}
+
+// compiledSets is how many of p's rule sets are compiled.
+func (p *program) compiledSets() int {
+	n := 0
+	for _, rs := range p.sets {
+		if rs.comp != nil {
+			n++
+		}
+	}
+	return n
+}
