@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -20,8 +19,6 @@ import (
 
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/auth"
-	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
 )
 
@@ -59,20 +56,8 @@ func newHungServer(t *testing.T, ok http.HandlerFunc) *hungServer {
 // deadline under test; it returns the server and its audit directory.
 func deadlineServer(t *testing.T, authn *auth.Authenticator, creds aws.CredentialsProvider) (*Server, string) {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(testPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	engine, err := policy.Load(context.Background(), policy.Options{Paths: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{
-		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine := testEngine(t, testPolicy)
+	c := testClassifier(t, false)
 	auditDir := t.TempDir()
 	h, err := NewHandler(Stages{
 		Authenticator: authn, Classifier: c, Authorizer: engine,
@@ -180,10 +165,7 @@ func TestHungSTSIsCutByTheRequestDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	authn, err := auth.New(context.Background(), auth.Config{Issuer: testIssuer, Audience: []string{"countersign"}, HS256Secret: testSecret}, auth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	authn := testAuthenticator(t)
 	s, auditDir := deadlineServer(t, authn, creds)
 	signCut(t, s, auditDir, "Bearer "+aliceToken(), "obtaining the signing credentials", audit.DecisionAllow)
 }

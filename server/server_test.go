@@ -42,6 +42,22 @@ allow if {
 // newTestServer wires the real stages: classifier, OPA engine, SDK signer.
 func newTestServer(t testing.TB, rego string, creds aws.CredentialsProvider, opts Options) *Server {
 	t.Helper()
+	engine := testEngine(t, rego)
+	c := testClassifier(t, true)
+	if creds == nil {
+		creds = credentials.NewStaticCredentialsProvider("AKTEST", "secret", "")
+	}
+	authn := testAuthenticator(t)
+	h, err := NewHandler(Stages{Authenticator: authn, Classifier: c, Authorizer: engine, Signer: signer.New(creds, signer.Options{}), Audit: openTestAudit(t)}, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(h, Config{})
+}
+
+// testEngine loads rego as the only policy file.
+func testEngine(t testing.TB, rego string) *policy.Engine {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(rego), 0o600); err != nil {
 		t.Fatal(err)
@@ -50,24 +66,33 @@ func newTestServer(t testing.TB, rego string, creds aws.CredentialsProvider, opt
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{
-		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, VirtualHostDomain: "localhost", Regions: []string{"us-east-1"}},
-	}})
+	return engine
+}
+
+// testClassifier classifies for one endpoint, localhost:7070, in
+// path-style addressing and, if vhost, virtual-hosted under localhost.
+func testClassifier(t testing.TB, vhost bool) *s3req.Classifier {
+	t.Helper()
+	ep := s3req.Endpoint{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}}
+	if vhost {
+		ep.VirtualHostDomain = "localhost"
+	}
+	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{ep}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if creds == nil {
-		creds = credentials.NewStaticCredentialsProvider("AKTEST", "secret", "")
-	}
+	return c
+}
+
+// testAuthenticator accepts HS256 tokens of testIssuer (testSecret) for
+// audience countersign.
+func testAuthenticator(t testing.TB) *auth.Authenticator {
+	t.Helper()
 	authn, err := auth.New(context.Background(), auth.Config{Issuer: testIssuer, Audience: []string{"countersign"}, HS256Secret: testSecret}, auth.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(Stages{Authenticator: authn, Classifier: c, Authorizer: engine, Signer: signer.New(creds, signer.Options{}), Audit: openTestAudit(t)}, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return New(h, Config{})
+	return authn
 }
 
 // openTestAudit opens a real audit log (real files, real fdatasync) in a

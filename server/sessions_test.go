@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,9 +13,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/auth"
-	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/session"
 	"github.com/countersign/countersign/signer"
 )
@@ -40,24 +36,9 @@ func (m *testMinter) Mint(_ context.Context, r session.Request) (session.Credent
 
 func newSessionTestServer(t testing.TB, auditDir string, m session.Minter) *Server {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(testPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	engine, err := policy.Load(context.Background(), policy.Options{Paths: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{
-		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.New(context.Background(), auth.Config{Issuer: testIssuer, Audience: []string{"countersign"}, HS256Secret: testSecret}, auth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine := testEngine(t, testPolicy)
+	c := testClassifier(t, false)
+	authn := testAuthenticator(t)
 	cache, err := session.NewCache(session.CacheOptions{Minter: m, Policies: session.BucketWidePolicies{}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/s3req"
 	"github.com/countersign/countersign/signer"
 )
 
@@ -101,16 +99,8 @@ func newExampleServer(t testing.TB, auditDir string, policyPaths ...string) *Ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s3req.New(s3req.Options{Endpoints: []s3req.Endpoint{
-		{Name: "local", Scheme: "http", Host: "localhost", Port: 7070, Regions: []string{"us-east-1"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.New(context.Background(), auth.Config{Issuer: testIssuer, Audience: []string{"countersign"}, HS256Secret: testSecret}, auth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testClassifier(t, false)
+	authn := testAuthenticator(t)
 	creds := credentials.NewStaticCredentialsProvider("AKTEST", "secret", "")
 	h, err := NewHandler(Stages{Authenticator: authn, Classifier: c, Authorizer: engine, Signer: signer.New(creds, signer.Options{}), Audit: openTestAuditIn(t, auditDir)}, Options{}, nil)
 	if err != nil {
