@@ -9,7 +9,10 @@
 // It is a module of its own because test files cannot be imported across
 // modules, and both test modules need the same harness. It holds only
 // what both share; each module keeps its own configuration, keys and
-// client-side helpers, and wraps these types where it adds methods.
+// client-side helpers, and wraps these types where it adds methods. The
+// exception is the catalog tests' setup (catalog.go: SeaweedFS's Iceberg
+// catalog, the token it and countersign both accept, and countersign's
+// config for it), which both modules wrote alike.
 //
 // The test binary's working directory must be a module directly below
 // the repository root (as e2e/ and conformance/ are): countersign is
