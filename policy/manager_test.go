@@ -27,6 +27,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -123,24 +124,6 @@ func (h *hooks) lastErr() error {
 	return h.errs[len(h.errs)-1]
 }
 
-// syncBuffer is a log sink safe for the poller goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestZeroManagerFailsClosed(t *testing.T) {
 	var m policy.Manager
 	d, err := m.Authorize(context.Background(), read("a"))
@@ -184,7 +167,7 @@ func TestManagerHotReload(t *testing.T) {
 	file := filepath.Join(dir, "authz.rego")
 	writeAtomic(t, file, allowBucket("a"))
 	var h hooks
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond},
 		h.options(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if err != nil {
@@ -234,7 +217,7 @@ func TestManagerKeepsLastGoodPolicy(t *testing.T) {
 	file := filepath.Join(dir, "authz.rego")
 	writeAtomic(t, file, allowBucket("a"))
 	var h hooks
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond},
 		h.options(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if err != nil {
@@ -566,7 +549,7 @@ func TestManagerSignedBundleFromHTTP(t *testing.T) {
 	key := newSigningKey(t)
 	srv := newBundleServer(t, buildBundle(t, "v1", allowBucket("a"), nil, &key))
 	var h hooks
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	src := policy.SourceConfig{Bundle: policy.BundleConfig{
 		URL:          srv.URL + "/bundles/countersign.tar.gz?token=secret",
 		PollInterval: 10 * time.Millisecond,
@@ -867,7 +850,7 @@ bundle:
 func TestManagerBundleSameRevisionNewContent(t *testing.T) {
 	ctx := context.Background()
 	srv := newBundleServer(t, buildBundle(t, "v1", allowBucket("a"), nil, nil))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	m, err := policy.NewManager(ctx, policy.SourceConfig{Bundle: policy.BundleConfig{URL: srv.URL}},
 		policy.ManagerOptions{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {

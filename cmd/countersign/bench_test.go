@@ -13,32 +13,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/bench"
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/server"
 )
-
-// syncBuffer is a bytes.Buffer safe for a server goroutine to write while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var signEndpointRE = regexp.MustCompile(`sign endpoint : http://([0-9.:]+)/`)
 
@@ -48,7 +29,7 @@ var signEndpointRE = regexp.MustCompile(`sign endpoint : http://([0-9.:]+)/`)
 func startServe(t *testing.T, args ...string) (addr string, code int, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, args, &out, &errb) }()
 	t.Cleanup(func() {
