@@ -162,19 +162,27 @@ func TestManagerStartupErrorIsTheCompileError(t *testing.T) {
 	}
 }
 
-func TestManagerHotReload(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "authz.rego")
-	writeAtomic(t, file, allowBucket("a"))
-	var h hooks
-	var logs syncbuf.Buffer
+// startWatching starts a manager on a directory whose authz.rego allows
+// bucket a, polling it every 10 ms, with hooks and a JSON log to read; it
+// is closed when the test ends.
+func startWatching(t *testing.T) (_ *policy.Manager, dir string, _ *hooks, logs *syncbuf.Buffer) {
+	t.Helper()
+	dir = t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "authz.rego"), allowBucket("a"))
+	h, logs := new(hooks), new(syncbuf.Buffer)
 	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond},
-		h.options(slog.New(slog.NewJSONHandler(&logs, nil))))
+		h.options(slog.New(slog.NewJSONHandler(logs, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Start(context.Background())
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
+	return m, dir, h, logs
+}
+
+func TestManagerHotReload(t *testing.T) {
+	m, dir, h, logs := startWatching(t)
+	file := filepath.Join(dir, "authz.rego")
 	rev1 := m.Revision()
 	if !allows(t, m, "a") || allows(t, m, "b") {
 		t.Fatal("initial policy not in force")
@@ -213,18 +221,8 @@ allow if input.resource.bucket in data.buckets
 }
 
 func TestManagerKeepsLastGoodPolicy(t *testing.T) {
-	dir := t.TempDir()
+	m, dir, h, logs := startWatching(t)
 	file := filepath.Join(dir, "authz.rego")
-	writeAtomic(t, file, allowBucket("a"))
-	var h hooks
-	var logs syncbuf.Buffer
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond},
-		h.options(slog.New(slog.NewJSONHandler(&logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Start(context.Background())
-	defer m.Close()
 	good := m.Revision()
 
 	broken := []struct {
