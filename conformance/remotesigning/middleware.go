@@ -59,6 +59,11 @@ func (m *signMiddleware) HandleFinalize(ctx context.Context, in middleware.Final
 	if !ok {
 		return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("remotesigning: unexpected transport type %T", in.Request)
 	}
+	// The context's signing region is the override that s3.WithSigV4SigningRegion
+	// and a legacy endpoint resolver set and that the SDK's own signing step
+	// still honours; the resolved auth scheme it would otherwise read is
+	// private to the service package.
+	//lint:ignore SA1019 read for the same reason the SDK still reads it
 	region := awsmiddleware.GetSigningRegion(ctx)
 	if region == "" {
 		region = awsmiddleware.GetRegion(ctx)
