@@ -163,14 +163,14 @@ func TestManagerStartupErrorIsTheCompileError(t *testing.T) {
 }
 
 // startWatching starts a manager on a directory whose authz.rego allows
-// bucket a, polling it every 10 ms, with hooks and a JSON log to read; it
-// is closed when the test ends.
-func startWatching(t *testing.T) (_ *policy.Manager, dir string, _ *hooks, logs *syncbuf.Buffer) {
+// bucket a, polling it every interval, with hooks and a JSON log to read;
+// it is closed when the test ends.
+func startWatching(t *testing.T, interval time.Duration) (_ *policy.Manager, dir string, _ *hooks, logs *syncbuf.Buffer) {
 	t.Helper()
 	dir = t.TempDir()
 	writeAtomic(t, filepath.Join(dir, "authz.rego"), allowBucket("a"))
 	h, logs := new(hooks), new(syncbuf.Buffer)
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 10 * time.Millisecond},
+	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: interval},
 		h.options(slog.New(slog.NewJSONHandler(logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func startWatching(t *testing.T) (_ *policy.Manager, dir string, _ *hooks, logs 
 }
 
 func TestManagerHotReload(t *testing.T) {
-	m, dir, h, logs := startWatching(t)
+	m, dir, h, logs := startWatching(t, 10*time.Millisecond)
 	file := filepath.Join(dir, "authz.rego")
 	rev1 := m.Revision()
 	if !allows(t, m, "a") || allows(t, m, "b") {
@@ -221,7 +221,7 @@ allow if input.resource.bucket in data.buckets
 }
 
 func TestManagerKeepsLastGoodPolicy(t *testing.T) {
-	m, dir, h, logs := startWatching(t)
+	m, dir, h, logs := startWatching(t, 10*time.Millisecond)
 	file := filepath.Join(dir, "authz.rego")
 	good := m.Revision()
 
@@ -276,16 +276,8 @@ func TestManagerKeepsLastGoodPolicy(t *testing.T) {
 }
 
 func TestManagerUnchangedContentDoesNotReload(t *testing.T) {
-	dir := t.TempDir()
+	m, dir, h, _ := startWatching(t, 5*time.Millisecond)
 	file := filepath.Join(dir, "authz.rego")
-	writeAtomic(t, file, allowBucket("a"))
-	var h hooks
-	m, err := policy.NewManager(context.Background(), policy.SourceConfig{Paths: []string{dir}, SettleInterval: testSettle, ReloadInterval: 5 * time.Millisecond}, h.options(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Start(context.Background())
-	defer m.Close()
 	loadedAt := m.Status().LoadedAt
 
 	// Rewritten with the same bytes (new mtime), a test file added, a
