@@ -30,9 +30,11 @@ import (
 // and header characters, one spelling per header name), so the canonical
 // request can be written straight into a buffer.
 
-// sigHeader is one header to sign: lower-case name, client values.
+// sigHeader is one header to sign: its lower-case name, at n0:n1 in
+// sigv4.names (lowering into a buffer allocates nothing; strings.ToLower
+// allocated per capitalised name), and the client's values.
 type sigHeader struct {
-	name   string
+	n0, n1 int
 	values []string
 }
 
@@ -42,6 +44,7 @@ type queryParam struct{ k0, k1, v0, v1 int }
 // sigv4 is the per-call scratch space (part of state).
 type sigv4 struct {
 	headers []sigHeader
+	names   []byte // the headers' lower-case names
 	params  []queryParam
 	qbuf    []byte // escaped query keys and values
 	canon   []byte // the canonical request
@@ -54,6 +57,7 @@ type sigv4 struct {
 func (v *sigv4) reset() {
 	clear(v.headers)
 	v.headers = v.headers[:0]
+	v.names = v.names[:0]
 	v.params = v.params[:0]
 	v.qbuf, v.canon, v.toSign = v.qbuf[:0], v.canon[:0], v.toSign[:0]
 }
@@ -62,19 +66,19 @@ func (v *sigv4) reset() {
 // lower-case name (remotesign refuses them first; this keeps Sign safe on
 // its own).
 func (v *sigv4) add(name string, values []string) {
-	v.headers = append(v.headers, sigHeader{name: v.lowerName(name), values: values})
+	n0 := len(v.names)
+	for i := 0; i < len(name); i++ { // ASCII: validateHeader allows tokens only
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		v.names = append(v.names, c)
+	}
+	v.headers = append(v.headers, sigHeader{n0: n0, n1: len(v.names), values: values})
 }
 
-// lowerName lower-cases an ASCII token; it allocates only when the name
-// has upper-case letters.
-func (v *sigv4) lowerName(name string) string {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; 'A' <= c && c <= 'Z' {
-			return strings.ToLower(name)
-		}
-	}
-	return name
-}
+// name is h's lower-case name.
+func (v *sigv4) name(h *sigHeader) []byte { return v.names[h.n0:h.n1] }
 
 // canonicalRequest writes the canonical request into v.canon:
 //
@@ -91,10 +95,11 @@ func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, content
 	if token != "" {
 		v.add("x-amz-security-token", nil)
 	}
-	slices.SortFunc(v.headers, func(a, b sigHeader) int { return strings.Compare(a.name, b.name) })
+	names := v.names
+	slices.SortFunc(v.headers, func(a, b sigHeader) int { return bytes.Compare(names[a.n0:a.n1], names[b.n0:b.n1]) })
 	for i := 1; i < len(v.headers); i++ {
-		if v.headers[i].name == v.headers[i-1].name {
-			return nil, fmt.Errorf("%w: header %q appears twice (header names are case-insensitive)", ErrBadRequest, clip(v.headers[i].name))
+		if name := v.name(&v.headers[i]); bytes.Equal(name, v.name(&v.headers[i-1])) {
+			return nil, fmt.Errorf("%w: header %q appears twice (header names are case-insensitive)", ErrBadRequest, clip(string(name)))
 		}
 	}
 
@@ -110,9 +115,10 @@ func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, content
 	b = append(b, '\n')
 	for i := range v.headers {
 		h := &v.headers[i]
-		b = append(b, h.name...)
+		name := v.name(h)
+		b = append(b, name...)
 		b = append(b, ':')
-		switch h.name {
+		switch string(name) {
 		case "host":
 			b = appendStripped(b, host, false)
 		case "content-length":
@@ -137,7 +143,7 @@ func (v *sigv4) canonicalRequest(method, rawPath, rawQuery, host string, content
 		if i > 0 {
 			b = append(b, ';')
 		}
-		b = append(b, v.headers[i].name...)
+		b = append(b, v.name(&v.headers[i])...)
 	}
 	signedHeaders = b[start:len(b):len(b)]
 	b = append(b, '\n')
@@ -225,10 +231,12 @@ func (v *sigv4) appendCanonicalQuery(b []byte, rawQuery string) []byte {
 		params = append(params, p)
 	}
 	slices.SortFunc(params, func(x, y queryParam) int {
-		if c := strings.Compare(string(q[x.k0:x.k1]), string(q[y.k0:y.k1])); c != 0 {
+		// bytes.Compare: string conversions here allocated for keys and
+		// values longer than 32 bytes (an uploadId).
+		if c := bytes.Compare(q[x.k0:x.k1], q[y.k0:y.k1]); c != 0 {
 			return c
 		}
-		return strings.Compare(string(q[x.v0:x.v1]), string(q[y.v0:y.v1]))
+		return bytes.Compare(q[x.v0:x.v1], q[y.v0:y.v1])
 	})
 	for i, p := range params {
 		if i > 0 {
