@@ -10,22 +10,32 @@ import (
 
 // A compiled rule set is evaluated without the interpreter's machinery
 // (frames, trail, continuations, collectors): the common shape of a
-// residual's grant rules and table-scope functions, where every definition
-// is a conjunction of tests on ground paths of the input or of the
-// function's arguments, with a constant value:
+// residual's grant rules, table-scope functions and the decision's
+// compositions, where every definition is a conjunction of tests on
+// operands — ground paths of the input, of the function's arguments or
+// of another rule set's value, constants, and counts of those — with a
+// constant value or one of its operands:
 //
-//	permit contains "grants" if { "lake" = input.resource.bucket; not is_string(input.resource.prefix); startswith(input.resource.key, "wh/db/t/") }
-//	f(r) = true if { "lake" = r.bucket; is_string(r.prefix); startswith(r.prefix, "wh/db/t/") }
+//	permit contains "grants" if { __l1 = input.resource.key; startswith(__l1, "wh/db/t/") }
+//	f(r) = true if { "lake" = r.bucket; __l2 = r.prefix; is_string(__l2); ... }
+//	allow = true if { count(data.x.deny, 0); __l3 = data.x.permit; count(__l3, __l4); gt(__l4, 0) }
+//	t0 = __l5 if { __l5 = data.x.allow }
 //
-// A test is `path = const` (either side), is_string(path) or
-// startswith(path, "literal"), each possibly negated. A path that is
-// undefined, or a startswith of a value that is not a string (OPA's
-// built-in errs: the expression is undefined), makes the test fail, and a
-// negated failing test succeed, as in Rego. The index (index.go) still
-// picks the candidates. Anything else — else branches, variables,
-// iteration, other built-ins, references to other rules, negations that
-// must check their references (pecaveats.go) — leaves the rule set to the
-// interpreter (compileSet returns nil).
+// A test is `operand = const` (either side), a variable bound to an
+// operand (`v = operand`, `count(operand, v)`), is_string, startswith of a
+// literal, a comparison with a constant (gt, gte, lt, lte, equal, neq), or
+// a call of a residual function, each possibly negated. An undefined
+// operand, or a built-in's error (startswith or count of the wrong type:
+// OPA makes the expression undefined), fails the test, and a negated
+// failing test holds, as in Rego. The index (index.go) still picks the
+// candidates; two different values of a complete rule or function are a
+// conflict (errFallback, as in the interpreter). Anything else — else
+// branches, iteration, other built-ins, negations that must check their
+// references (pecaveats.go) — leaves the rule set to the interpreter
+// (compileSet returns nil). An interpreted definition whose body starts
+// with such tests has them as its prefilter (rule.pre): when they fail,
+// the interpreter does not run the body, which would fail at the same
+// expression.
 type compiledSet struct {
 	defs []compiledDef // parallel to the rule set's rules
 	def  ast.Value     // the default's value, or nil
@@ -42,7 +52,8 @@ const maxPrebuilt = 4
 
 type compiledDef struct {
 	tests []compiledTest
-	val   ast.Value
+	val   ast.Value // the constant value, or nil: head's
+	head  *inPath
 	elem  int // a set's: val's index in compiledSet.elems
 }
 
@@ -53,32 +64,56 @@ const (
 	testDefined
 	testIsString
 	testPrefix
-	testCount
+	testCompare
+	testNeq
+	testCall
 )
 
 type compiledTest struct {
 	kind    testKind
 	negated bool
-	inPath
-	c   ast.Value // testEqual, testCount
-	lit string    // testPrefix
+	inPath            // the operand (testCall: none)
+	c       ast.Value // testEqual, testCompare, testNeq
+	lit     string    // testPrefix
+	cmp     func(int) bool
+	rev     bool     // testCompare: c is the first operand
+	fn      *ruleSet // testCall
+	args    []inPath // testCall
+}
+
+// inPath is an operand: a path in the input (arg -1), in a function
+// argument or (set not nil) in another rule set's value; or a constant
+// (konst not nil); count: its count.
+type inPath struct {
+	arg   int
+	set   *ruleSet
+	path  []ast.Value
+	konst ast.Value
+	count bool
+}
+
+var comparisons = map[string]func(int) bool{
+	ast.GreaterThan.Name:   func(c int) bool { return c > 0 },
+	ast.GreaterThanEq.Name: func(c int) bool { return c >= 0 },
+	ast.LessThan.Name:      func(c int) bool { return c < 0 },
+	ast.LessThanEq.Name:    func(c int) bool { return c <= 0 },
 }
 
 // compileSet returns the compiled form of rs, or nil when some definition
 // is not of the compiled shape.
 func compileSet(rs *ruleSet) *compiledSet {
-	if rs.kind == kindComplete && len(rs.rules) == 0 {
+	if len(rs.rules) == 0 {
 		return nil
 	}
 	cs := &compiledSet{defs: make([]compiledDef, len(rs.rules))}
 	for i, r := range rs.rules {
-		if !compileDef(r, &cs.defs[i]) {
+		if !compileDef(rs, r, &cs.defs[i]) {
 			return nil
 		}
 	}
 	if rs.def != nil {
 		var d compiledDef
-		if !compileDef(rs.def, &d) || len(d.tests) > 0 {
+		if !compileDef(rs, rs.def, &d) || len(d.tests) > 0 || d.val == nil {
 			return nil
 		}
 		cs.def = d.val
@@ -109,117 +144,204 @@ func compileSet(rs *ruleSet) *compiledSet {
 	return cs
 }
 
-func compileDef(r *rule, d *compiledDef) bool {
-	if len(r.elses) > 0 || r.memoSlot > 0 || r.head.kind != tConst {
+// compileDef compiles a whole definition: every expression a test, the
+// value a constant (a set's) or an operand.
+func compileDef(rs *ruleSet, r *rule, d *compiledDef) bool {
+	if len(r.elses) > 0 || r.memoSlot > 0 {
 		return false
 	}
-	c := defCompiler{bound: map[int32]inPath{}}
-	for i := range r.args {
-		a := &r.args[i]
-		if a.kind != tVar {
-			return false
-		}
-		if _, dup := c.bound[a.slot]; dup {
-			return false
-		}
-		c.bound[a.slot] = inPath{arg: i}
+	c, tests, n := compileBody(r)
+	if c == nil || n < len(r.body) {
+		return false
 	}
-	for i := range r.body {
-		e := &r.body[i]
-		if len(e.defined) > 0 || e.out && !(e.kind == exBuiltin && e.bi.Name == ast.Count.Name) {
+	d.tests = tests
+	switch {
+	case r.head.kind == tConst:
+		d.val = r.head.c
+	case rs.kind == kindSet:
+		return false
+	default:
+		p, ok := c.resolve(&r.head)
+		if !ok {
 			return false
 		}
-		t := compiledTest{negated: e.negated}
-		switch e.kind {
-		case exTerm:
-			x := &e.terms[0]
-			if x.kind != tConst {
-				return false
-			}
-			if _, ok := x.c.(ast.Boolean); !ok || isFalse(x.c) || e.negated {
-				return false // (a body that never holds: the interpreter's)
-			}
-			continue // true
-		case exEq:
-			a, b := &e.terms[0], &e.terms[1]
-			if a.kind != tConst {
-				a, b = b, a
-			}
-			if a.kind == tConst {
-				p, ok := c.resolve(b)
-				if !ok {
-					return false
-				}
-				t.kind, t.inPath, t.c = testEqual, p, a.c
-				break
-			}
-			// v = path, v not bound yet: binds v (the body fails when
-			// path is undefined).
-			if b.kind == tVar {
-				if _, bound := c.bound[b.slot]; !bound {
-					a, b = b, a
-				}
-			}
-			if e.negated || a.kind != tVar {
-				return false
-			}
-			if _, bound := c.bound[a.slot]; bound {
-				return false
-			}
-			p, ok := c.resolve(b)
-			if !ok {
-				return false
-			}
-			c.bound[a.slot] = p
-			t.kind, t.inPath = testDefined, p
-		case exBuiltin:
-			switch {
-			case e.bi.Name == ast.IsString.Name && len(e.terms) == 1:
-				t.kind = testIsString
-			case e.bi.Name == ast.Count.Name && len(e.terms) == 2 && e.terms[1].kind == tConst:
-				// count(x, c): the expression the compiler makes of count(x) == c
-				t.kind, t.c = testCount, e.terms[1].c
-			case e.bi.Name == ast.StartsWith.Name && len(e.terms) == 2 && e.terms[1].kind == tConst:
-				lit, ok := e.terms[1].c.(ast.String)
-				if !ok {
-					return false
-				}
-				t.kind, t.lit = testPrefix, string(lit)
-			default:
-				return false
-			}
-			p, ok := c.resolve(&e.terms[0])
-			if !ok {
-				return false
-			}
-			t.inPath = p
-		default:
-			return false
-		}
-		d.tests = append(d.tests, t)
+		d.head = &p
 	}
-	d.val = r.head.c
 	return true
 }
 
-// inPath is a path in the input (arg -1), in a function argument, or (set
-// not nil) in the value of another rule set of the residual.
-type inPath struct {
-	arg  int
-	set  *ruleSet
-	path []ast.Value
+// compileBody compiles the longest prefix of r's body made of tests: n
+// expressions. c is nil when the arguments are not distinct variables
+// (the interpreter matches patterns first).
+func compileBody(r *rule) (c *defCompiler, tests []compiledTest, n int) {
+	c = &defCompiler{bound: map[int32]inPath{}}
+	for i := range r.args {
+		a := &r.args[i]
+		if a.kind != tVar {
+			return nil, nil, 0
+		}
+		if _, dup := c.bound[a.slot]; dup {
+			return nil, nil, 0
+		}
+		c.bound[a.slot] = inPath{arg: i}
+	}
+	for n = 0; n < len(r.body); n++ {
+		t, skip, ok := c.expr(&r.body[n])
+		if !ok {
+			break
+		}
+		if !skip {
+			tests = append(tests, t)
+		}
+	}
+	return c, tests, n
+}
+
+// expr compiles one expression into a test (skip: it always holds).
+func (c *defCompiler) expr(e *expr) (t compiledTest, skip, ok bool) {
+	if len(e.defined) > 0 {
+		return t, false, false
+	}
+	t.negated = e.negated
+	switch e.kind {
+	case exTerm:
+		x := &e.terms[0]
+		if b, isBool := x.c.(ast.Boolean); x.kind == tConst && isBool && bool(b) && !e.negated {
+			return t, true, true
+		}
+		return t, false, false
+	case exEq:
+		a, b := &e.terms[0], &e.terms[1]
+		if a.kind != tConst {
+			a, b = b, a
+		}
+		if a.kind == tConst {
+			p, ok := c.resolve(b)
+			if !ok {
+				return t, false, false
+			}
+			t.kind, t.inPath, t.c = testEqual, p, a.c
+			return t, false, true
+		}
+		// v = operand, v not bound yet: binds v (the body fails when
+		// the operand is undefined).
+		if c.free(b) {
+			a, b = b, a
+		}
+		if e.negated || !c.free(a) {
+			return t, false, false
+		}
+		p, ok := c.resolve(b)
+		if !ok {
+			return t, false, false
+		}
+		c.bound[a.slot] = p
+		t.kind, t.inPath = testDefined, p
+		return t, false, true
+	case exFunc:
+		if e.out || e.set.arity != len(e.terms) {
+			return t, false, false
+		}
+		t.kind, t.fn = testCall, e.set
+		for i := range e.terms {
+			p, ok := c.resolve(&e.terms[i])
+			if !ok {
+				return t, false, false
+			}
+			t.args = append(t.args, p)
+		}
+		return t, false, true
+	case exBuiltin:
+	default:
+		return t, false, false
+	}
+	name := e.bi.Name
+	if name == ast.Count.Name && e.out && len(e.terms) == 2 {
+		p, ok := c.resolve(&e.terms[0])
+		if !ok || p.count || p.konst != nil {
+			return t, false, false
+		}
+		p.count = true
+		out := &e.terms[1]
+		switch {
+		case out.kind == tConst: // count(x) == c
+			t.kind, t.inPath, t.c = testEqual, p, out.c
+		case !e.negated && c.free(out):
+			c.bound[out.slot] = p
+			t.kind, t.inPath = testDefined, p
+		default:
+			return t, false, false
+		}
+		return t, false, true
+	}
+	if e.out {
+		return t, false, false
+	}
+	switch {
+	case name == ast.IsString.Name && len(e.terms) == 1:
+		t.kind = testIsString
+	case name == ast.StartsWith.Name && len(e.terms) == 2 && e.terms[1].kind == tConst:
+		lit, ok := e.terms[1].c.(ast.String)
+		if !ok {
+			return t, false, false
+		}
+		t.kind, t.lit = testPrefix, string(lit)
+	case comparisons[name] != nil && len(e.terms) == 2 || name == ast.Equal.Name || name == ast.NotEqual.Name:
+		x, y := &e.terms[0], &e.terms[1]
+		if x.kind == tConst {
+			x, y = y, x
+			t.rev = true
+		}
+		if y.kind != tConst {
+			return t, false, false
+		}
+		p, ok := c.resolve(x)
+		if !ok {
+			return t, false, false
+		}
+		t.inPath, t.c = p, y.c
+		switch name {
+		case ast.Equal.Name:
+			t.kind = testEqual
+		case ast.NotEqual.Name:
+			t.kind = testNeq
+		default:
+			t.kind, t.cmp = testCompare, comparisons[name]
+		}
+		return t, false, true
+	default:
+		return t, false, false
+	}
+	p, ok := c.resolve(&e.terms[0])
+	if !ok {
+		return t, false, false
+	}
+	t.inPath = p
+	return t, false, true
 }
 
 // defCompiler: the variables of a definition bound so far (its arguments,
-// and variables bound to paths), by slot.
+// and variables bound to operands), by slot.
 type defCompiler struct {
 	bound map[int32]inPath
 }
 
-// resolve is the path t stands for: a bound variable, or a reference with
-// a constant path on the input or on a bound variable.
+// free: t is a variable not bound yet.
+func (c *defCompiler) free(t *term) bool {
+	if t.kind != tVar {
+		return false
+	}
+	_, bound := c.bound[t.slot]
+	return !bound
+}
+
+// resolve is the operand t stands for: a constant, a bound variable, or a
+// reference with a constant path on the input, a bound variable or a
+// rule set (not a function).
 func (c *defCompiler) resolve(t *term) (inPath, bool) {
 	switch t.kind {
+	case tConst:
+		return inPath{konst: t.c}, true
 	case tVar:
 		p, ok := c.bound[t.slot]
 		return p, ok
@@ -234,7 +356,7 @@ func (c *defCompiler) resolve(t *term) (inPath, bool) {
 		p.arg = -1
 	case headVar:
 		b, ok := c.bound[int32(r.slot)]
-		if !ok {
+		if !ok || b.count || b.konst != nil {
 			return inPath{}, false
 		}
 		p.arg, p.set, p.path = b.arg, b.set, slices.Clip(b.path)
@@ -261,36 +383,43 @@ func (m *machine) evalCompiled(rs *ruleSet, args []ast.Value) (ast.Value, error)
 	cs := rs.comp
 	mark := len(m.ibuf)
 	cands := m.candidates(rs, args)
+	defer func() { m.ibuf = m.ibuf[:mark] }()
 	var val ast.Value
 	var set ast.Set
 	mask := 0
 	for _, i := range cands {
 		d := &cs.defs[i]
-		ok, err := m.holds(d, args)
+		ok, err := m.holds(d.tests, args)
 		if err != nil {
-			m.ibuf = m.ibuf[:mark]
 			return nil, err
 		}
 		if !ok {
 			continue
 		}
+		v := d.val
+		if d.head != nil {
+			if v, ok, err = m.operand(d.head, args); err != nil {
+				return nil, err
+			} else if !ok {
+				continue // an undefined value: no value
+			}
+			v = materialize(v)
+		}
 		switch {
 		case rs.kind != kindSet:
-			if val != nil && !ast.ValueEqual(val, d.val) {
-				m.ibuf = m.ibuf[:mark]
+			if val != nil && !ast.ValueEqual(val, v) {
 				return nil, errFallback // conflict: OPA raises an error
 			}
-			val = d.val
+			val = v
 		case cs.values != nil:
 			mask |= 1 << d.elem
 		default:
 			if set == nil {
 				set = ast.NewSet()
 			}
-			set.Add(ast.NewTerm(d.val))
+			set.Add(ast.NewTerm(v))
 		}
 	}
-	m.ibuf = m.ibuf[:mark]
 	if rs.kind == kindSet {
 		switch {
 		case cs.values != nil:
@@ -306,15 +435,15 @@ func (m *machine) evalCompiled(rs *ruleSet, args []ast.Value) (ast.Value, error)
 	return val, nil
 }
 
-// holds reports whether every test of d holds for this object, in order
-// (a rule set a test reads may fail to evaluate: errFallback).
-func (m *machine) holds(d *compiledDef, args []ast.Value) (bool, error) {
-	for i := range d.tests {
-		ok, err := m.test(&d.tests[i], args)
+// holds reports whether every test holds for this object, in order (a
+// rule set a test reads may fail to evaluate: errFallback).
+func (m *machine) holds(tests []compiledTest, args []ast.Value) (bool, error) {
+	for i := range tests {
+		ok, err := m.test(&tests[i], args)
 		if err != nil {
 			return false, err
 		}
-		if ok == d.tests[i].negated {
+		if ok == tests[i].negated {
 			return false, nil
 		}
 	}
@@ -322,42 +451,40 @@ func (m *machine) holds(d *compiledDef, args []ast.Value) (bool, error) {
 }
 
 func (m *machine) test(t *compiledTest, args []ast.Value) (bool, error) {
-	var cur ast.Value
-	switch {
-	case t.set != nil:
-		v, err := m.setValue(t.set)
-		if err != nil || v == nil {
-			return false, err
-		}
-		cur = v
-	case t.arg < 0:
-		cur = m.in.root()
-	default:
-		cur = args[t.arg]
+	if t.kind == testCall {
+		return m.testCall(t, args)
 	}
-	for _, p := range t.path {
-		var ok bool
-		if cur, ok = m.lookup(cur, p); !ok {
-			return false, nil // undefined
-		}
+	cur, ok, err := m.operand(&t.inPath, args)
+	if err != nil || !ok {
+		return false, err
 	}
 	return testValue(t, cur), nil
 }
 
-func testValue(t *compiledTest, cur ast.Value) bool {
-	switch t.kind {
-	case testEqual:
-		if c, ok := t.c.(ast.String); ok {
-			s, ok := stringOf(cur)
-			return ok && s == string(c)
+// operand is p's value (ok false: undefined).
+func (m *machine) operand(p *inPath, args []ast.Value) (ast.Value, bool, error) {
+	var cur ast.Value
+	switch {
+	case p.konst != nil:
+		return p.konst, true, nil
+	case p.set != nil:
+		v, err := m.setValue(p.set)
+		if err != nil || v == nil {
+			return nil, false, err
 		}
-		return equalValues(t.c, cur)
-	case testDefined:
-		return true
-	case testIsString:
-		_, ok := stringOf(cur)
-		return ok
-	case testCount:
+		cur = v
+	case p.arg < 0:
+		cur = m.in.root()
+	default:
+		cur = args[p.arg]
+	}
+	for _, k := range p.path {
+		var ok bool
+		if cur, ok = m.lookup(cur, k); !ok {
+			return nil, false, nil
+		}
+	}
+	if p.count {
 		n := -1
 		switch a := materialize(cur).(type) {
 		case *ast.Array:
@@ -369,9 +496,57 @@ func testValue(t *compiledTest, cur ast.Value) bool {
 		case ast.String:
 			n = utf8.RuneCountInString(string(a))
 		}
-		// not a collection or a string: count errs, the expression is
-		// undefined
-		return n >= 0 && equalValues(ast.InternedTerm(n).Value, t.c)
+		if n < 0 {
+			return nil, false, nil // count errs: the expression is undefined
+		}
+		return ast.InternedTerm(n).Value, true, nil
+	}
+	return cur, true, nil
+}
+
+// testCall: the function's value for the operands is defined and not
+// false.
+func (m *machine) testCall(t *compiledTest, args []ast.Value) (bool, error) {
+	mark := len(m.vals)
+	defer func() {
+		clear(m.vals[mark:])
+		m.vals = m.vals[:mark]
+	}()
+	for i := range t.args {
+		v, ok, err := m.operand(&t.args[i], args)
+		if err != nil || !ok {
+			return false, err
+		}
+		m.vals = append(m.vals, v)
+	}
+	v, err := m.callFunc(t.fn, m.vals[mark:])
+	if err != nil || v == nil {
+		return false, err
+	}
+	return !isFalse(v), nil
+}
+
+func testValue(t *compiledTest, cur ast.Value) bool {
+	switch t.kind {
+	case testEqual:
+		if c, ok := t.c.(ast.String); ok {
+			s, ok := stringOf(cur)
+			return ok && s == string(c)
+		}
+		return equalValues(t.c, cur)
+	case testNeq:
+		return !equalValues(t.c, cur)
+	case testCompare:
+		x := materialize(cur)
+		if t.rev {
+			return t.cmp(t.c.Compare(x))
+		}
+		return t.cmp(x.Compare(t.c))
+	case testDefined:
+		return true
+	case testIsString:
+		_, ok := stringOf(cur)
+		return ok
 	default:
 		s, ok := stringOf(cur)
 		return ok && strings.HasPrefix(s, t.lit)

@@ -83,6 +83,25 @@ func guardPolicy(r *rand.Rand) string {
 	if r.IntN(2) == 0 {
 		fmt.Fprintf(&b, "deny contains msg if { not inside(input.resource); msg := sprintf(\"%%v outside\", [input.resource.arn]) }\n")
 	}
+	if r.IntN(2) == 0 { // counts compared, a rule's value as another's
+		fmt.Fprintf(&b, "permit contains \"n\" if { count(scoped) %s %d }\n", []string{">", ">=", "<", "<=", "==", "!="}[r.IntN(6)], r.IntN(3))
+	}
+	if r.IntN(2) == 0 {
+		fmt.Fprintf(&b, "key := k if { k := input.resource.key; %s }\n", body("input.resource", 1))
+		fmt.Fprintf(&b, "key := k if { k := input.resource.arn; %s }\n", body("input.resource", 1))
+		fmt.Fprintf(&b, "deny contains \"key\" if { key %s %s }\n", []string{">", "<", "==", "!="}[r.IntN(4)], lit())
+		fmt.Fprintf(&b, "deny contains \"long\" if { count(key) > %d; %s }\n", 5+r.IntN(30), body("input.resource", 1))
+	}
+	if r.IntN(5) == 0 { // a function whose value may be false
+		// (two definitions that may conflict: kept a function of the
+		// residual)
+		fmt.Fprintf(&b, "flag(res) := true if { %s }\n", body("res", 1))
+		fmt.Fprintf(&b, "flag(res) := false if { %s }\n", body("res", 1))
+		fmt.Fprintf(&b, "deny contains \"flag\" if { %sflag(input.resource) }\n", []string{"", "not "}[r.IntN(2)])
+	}
+	if r.IntN(2) == 0 { // a prefix of tests, then what only the interpreter does
+		fmt.Fprintf(&b, "deny contains concat(\"/\", [\"pre\", input.resource.key]) if { %s; some x in [1, 2]; x > 1 }\n", body("input.resource", 1+r.IntN(2)))
+	}
 	vals := []string{"1", "2", `"x"`, "1.0"}
 	nv := 1 + r.IntN(len(vals))
 	for range 1 + r.IntN(4) {
@@ -165,8 +184,8 @@ func TestCompiledShapes(t *testing.T) {
 		policy string
 		want   []string
 	}{
-		{"grants", []string{"countersign.authz.permit"}},
-		{"combined", []string{"countersign.authz.permit", "__not"}},
+		{"grants", []string{"countersign.authz.permit", "countersign.authz.allow", "countersign_fastpath.t0", "countersign_fastpath.t3"}},
+		{"combined", []string{"countersign.authz.permit", "countersign.authz.allow", "__not", "countersign_fastpath.t1"}},
 	} {
 		e := testEngine(t, examplesRoot+"/"+c.policy, big, Options{})
 		known, err := newKnownInput(in)
@@ -183,12 +202,23 @@ func TestCompiledShapes(t *testing.T) {
 				if strings.Contains(rs.path, w) && rs.comp != nil {
 					found = true
 				}
-				if strings.HasSuffix(rs.path, ".allow") && rs.comp != nil {
-					t.Errorf("%s: allow (count, gt) compiled", c.policy)
+				if strings.HasSuffix(rs.path, ".reason") && rs.comp != nil {
+					t.Errorf("%s: reason (sprintf, concat) compiled", c.policy)
 				}
 			}
 			if !found {
 				t.Errorf("%s: no compiled rule set %s", c.policy, w)
+			}
+		}
+		// reason's definitions start with tests on deny and permit: a
+		// prefilter each
+		for _, rs := range p.sets {
+			if strings.HasSuffix(rs.path, "authz.reason") {
+				for i, r := range rs.rules {
+					if len(r.pre) == 0 {
+						t.Errorf("%s: reason's definition %d has no prefilter", c.policy, i)
+					}
+				}
 			}
 		}
 	}
@@ -212,4 +242,63 @@ func (p *program) compiledSets() int {
 		}
 	}
 	return n
+}
+
+// TestCompiledCallValues: a compiled call of a residual function holds
+// when the function's value is defined and not false: true, false (a
+// kept function with two values) and undefined, against OPA.
+func TestCompiledCallValues(t *testing.T) {
+	src := `package countersign.authz
+
+default allow := false
+
+f(res) := true if { startswith(res.key, "wh/db/t/") }
+f(res) := false if { startswith(res.key, "wh/other/") }
+
+allow if { not f(input.resource) }
+reason := "f" if { f(input.resource) }
+`
+	e := moduleEngine(t, map[string]string{"authz.rego": src}, genData())
+	forceBuild(e)
+	e.fast.noMemo = true
+	ctx := context.Background()
+	calls := 0
+	for _, key := range []string{"wh/db/t/data/1.parquet", "wh/other/x", "wh/x", "wh/db/t/y", "wh/other/"} {
+		in := scanInputs(1)[0]
+		in.Resource.Key, in.Resource.ARN = key, "arn:aws:s3:::lake/"+key
+		for range 2 { // the second: from the residual
+			if !checkSame(t, e, in) {
+				t.Fatalf("key %s: the fast path differs from OPA", key)
+			}
+		}
+		s := e.fast.scopeOf(in)
+		if s == nil || s.prog == nil {
+			t.Fatalf("key %s: no residual", key)
+		}
+		for _, rs := range s.prog.sets {
+			if rs.comp != nil {
+				for _, d := range rs.comp.defs {
+					for _, x := range d.tests {
+						if x.kind == testCall {
+							calls++
+						}
+					}
+				}
+			}
+			for _, r := range rs.rules {
+				for _, x := range r.pre {
+					if x.kind == testCall {
+						calls++
+					}
+				}
+			}
+		}
+		want := key == "wh/other/x" || key == "wh/x" || key == "wh/other/"
+		if got, _, ok := e.fast.Decide(ctx, in); !ok || got != want {
+			t.Errorf("key %s: allow %v (decided %v), want %v", key, got, ok, want)
+		}
+	}
+	if calls == 0 {
+		t.Error("no compiled call of f")
+	}
 }

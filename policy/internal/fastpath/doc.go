@@ -27,8 +27,8 @@
 //   - residual.go: the residual compiled into a program of rules and
 //     terms; interp.go: the machine that runs it; index.go: the candidate
 //     rules by their guards on the object's fields; compiled.go: rule sets
-//     of tests on paths with constant values, checked without the
-//     interpreter;
+//     of tests on operands (paths, constants, counts), checked without
+//     the interpreter, and the prefilters of interpreted definitions;
 //   - conflicts.go and pecaveats.go: what partial evaluation would get
 //     wrong, found before it runs;
 //   - builtins.go: the allow-list of built-ins; natives.go: Go versions of

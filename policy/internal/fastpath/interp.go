@@ -1062,8 +1062,18 @@ func (m *machine) evalRules(rules []*rule, def *rule, args []ast.Value, k int) e
 			continue
 		}
 		m.cols[k].got = false
-		if err := m.evalRule(r, args, k); err != nil {
-			return err
+		run := true
+		if r.pre != nil && !m.interpOnly {
+			ok, err := m.holds(r.pre, args)
+			if err != nil {
+				return err
+			}
+			run = ok // the body would fail where its prefix does
+		}
+		if run {
+			if err := m.evalRule(r, args, k); err != nil {
+				return err
+			}
 		}
 		if m.cols[k].got || m.cols[k].mode == colSet {
 			continue

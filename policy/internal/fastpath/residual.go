@@ -70,6 +70,9 @@ type rule struct {
 	body   []expr
 	elses  []*rule
 	guards []guard // tests of the body an index can check up front
+	// pre: the tests the body starts with (compiled.go), checked before
+	// the interpreter runs it; nil: none.
+	pre []compiledTest
 	// memoSlot is 1 + the rule's index in the program's header memo
 	// (headermemo.go); 0: not a header rule.
 	memoSlot int
@@ -227,8 +230,18 @@ func compileProgram(c *ast.Compiler, query string, known *knownInput, strictNeg 
 	}
 	p.numberHeaderRules()
 	for _, rs := range p.sets {
-		if rs != p.query {
-			rs.comp = compileSet(rs)
+		if rs == p.query {
+			continue
+		}
+		if rs.comp = compileSet(rs); rs.comp != nil {
+			continue
+		}
+		for _, r := range rs.rules {
+			if r.memoSlot == 0 {
+				if _, tests, _ := compileBody(r); len(tests) > 0 {
+					r.pre = tests
+				}
+			}
 		}
 	}
 	return p, nil
