@@ -101,8 +101,9 @@ func (l *Log) run() {
 	defer close(l.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	released := false // the last iteration committed a batch and released its waiters
 	for {
-		if l.w.lastBatch > 0 {
+		if released {
 			// The previous batch's waiters are runnable now, most on this
 			// P's queue: let them run before taking the queue, so the
 			// records they append next join this batch instead of waiting
@@ -110,6 +111,7 @@ func (l *Log) run() {
 			// else is runnable (bench/README.md, issue 19: batches on
 			// tmpfs 1.4 -> 29 records, CPU per record -47%).
 			runtime.Gosched()
+			released = false
 		}
 		batch, closing := l.take()
 		if len(batch) > 0 && l.cfg.CommitDelay > 0 && !closing && l.w.lastBatch >= commitSiblings {
@@ -129,6 +131,7 @@ func (l *Log) run() {
 			clear(batch)
 			l.w.spare = batch[:0]
 			l.afterBatch()
+			released = true
 			continue
 		}
 		if closing {
