@@ -42,13 +42,23 @@ func sameToken(a, b []byte) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	var diff uint64
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		diff |= binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
+	b = b[:len(a)]
+	// 32 bytes a round in four independent words: one word a round made
+	// the comparison 2/3 of a memo hit.
+	var d0, d1, d2, d3 uint64
+	for len(a) >= 32 {
+		d0 |= binary.LittleEndian.Uint64(a[0:8]) ^ binary.LittleEndian.Uint64(b[0:8])
+		d1 |= binary.LittleEndian.Uint64(a[8:16]) ^ binary.LittleEndian.Uint64(b[8:16])
+		d2 |= binary.LittleEndian.Uint64(a[16:24]) ^ binary.LittleEndian.Uint64(b[16:24])
+		d3 |= binary.LittleEndian.Uint64(a[24:32]) ^ binary.LittleEndian.Uint64(b[24:32])
+		a, b = a[32:], b[32:]
 	}
-	for ; i < len(a); i++ {
-		diff |= uint64(a[i] ^ b[i])
+	for len(a) >= 8 {
+		d0 |= binary.LittleEndian.Uint64(a) ^ binary.LittleEndian.Uint64(b)
+		a, b = a[8:], b[8:]
 	}
-	return diff == 0
+	for i := range a {
+		d1 |= uint64(a[i] ^ b[i])
+	}
+	return d0|d1|d2|d3 == 0
 }

@@ -71,6 +71,24 @@ func TestSameToken(t *testing.T) {
 			t.Errorf("sameToken(%q, %q) = %v", tc.a, tc.b, got)
 		}
 	}
+	// Every position of tokens up to 100 bytes (the 32-byte rounds, the
+	// words after them, the bytes after those).
+	for n := 0; n <= 100; n++ {
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = byte('A' + i%26)
+		}
+		if !sameToken(a, append([]byte(nil), a...)) {
+			t.Fatalf("length %d: equal tokens differ", n)
+		}
+		for i := 0; i < n; i++ {
+			b := append([]byte(nil), a...)
+			b[i] ^= 0x40
+			if sameToken(a, b) {
+				t.Fatalf("length %d: a difference at byte %d is not seen", n, i)
+			}
+		}
+	}
 }
 
 // TestTokenMemoConcurrent: many tokens (more than the memo's slots, so
