@@ -67,6 +67,7 @@ const (
 	testCompare
 	testNeq
 	testCall
+	testMember
 )
 
 type compiledTest struct {
@@ -90,6 +91,13 @@ type inPath struct {
 	path  []ast.Value
 	konst ast.Value
 	count bool
+	// get: object.get(the path but its last key, that key, dflt): the
+	// value under the key of an object, dflt when it has none.
+	get  bool
+	dflt ast.Value
+	// field: the path is one of the input's per-object fields, read
+	// directly (objInput.field); 0: walked.
+	field lazyField
 }
 
 var comparisons = map[string]func(int) bool{
@@ -274,10 +282,36 @@ func (c *defCompiler) expr(e *expr) (t compiledTest, skip, ok bool) {
 		}
 		return t, false, true
 	}
+	if name == ast.ObjectGet.Name && e.out && len(e.terms) == 4 && !e.negated {
+		// object.get(operand, "key", default, v): binds v; with a
+		// constant for v, compares
+		key, isStr := e.terms[1].c.(ast.String)
+		p, ok := c.resolve(&e.terms[0])
+		out := &e.terms[3]
+		if !ok || p.count || p.get || p.konst != nil || e.terms[1].kind != tConst || !isStr || e.terms[2].kind != tConst || out.kind != tConst && !c.free(out) {
+			return t, false, false
+		}
+		p.path = append(slices.Clip(p.path), key)
+		p.get, p.dflt, p.field = true, e.terms[2].c, fieldNone
+		if out.kind == tConst {
+			t.kind, t.inPath, t.c = testEqual, p, out.c
+			return t, false, true
+		}
+		c.bound[out.slot] = p
+		t.kind, t.inPath = testDefined, p
+		return t, false, true
+	}
 	if e.out {
 		return t, false, false
 	}
 	switch {
+	case name == ast.Member.Name && len(e.terms) == 2 && e.terms[1].kind == tConst:
+		switch e.terms[1].c.(type) {
+		case ast.Set, *ast.Array, ast.Object:
+		default:
+			return t, false, false
+		}
+		t.kind, t.c = testMember, e.terms[1].c
 	case name == ast.IsString.Name && len(e.terms) == 1:
 		t.kind = testIsString
 	case name == ast.StartsWith.Name && len(e.terms) == 2 && e.terms[1].kind == tConst:
@@ -356,7 +390,7 @@ func (c *defCompiler) resolve(t *term) (inPath, bool) {
 		p.arg = -1
 	case headVar:
 		b, ok := c.bound[int32(r.slot)]
-		if !ok || b.count || b.konst != nil {
+		if !ok || b.count || b.get || b.konst != nil {
 			return inPath{}, false
 		}
 		p.arg, p.set, p.path = b.arg, b.set, slices.Clip(b.path)
@@ -373,6 +407,9 @@ func (c *defCompiler) resolve(t *term) (inPath, bool) {
 			return inPath{}, false
 		}
 		p.path = append(p.path, r.path[i].c)
+	}
+	if p.arg < 0 && p.set == nil && !p.get {
+		p.field = fieldOf(p.path)
 	}
 	return p, true
 }
@@ -458,7 +495,7 @@ func (m *machine) test(t *compiledTest, args []ast.Value) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	return testValue(t, cur), nil
+	return m.testValue(t, cur), nil
 }
 
 // operand is p's value (ok false: undefined).
@@ -467,6 +504,8 @@ func (m *machine) operand(p *inPath, args []ast.Value) (ast.Value, bool, error) 
 	switch {
 	case p.konst != nil:
 		return p.konst, true, nil
+	case p.field != 0:
+		cur = m.in.field(p.field)
 	case p.set != nil:
 		v, err := m.setValue(p.set)
 		if err != nil || v == nil {
@@ -478,10 +517,28 @@ func (m *machine) operand(p *inPath, args []ast.Value) (ast.Value, bool, error) 
 	default:
 		cur = args[p.arg]
 	}
-	for _, k := range p.path {
-		var ok bool
-		if cur, ok = m.lookup(cur, k); !ok {
-			return nil, false, nil
+	if p.field == 0 {
+		path := p.path
+		if p.get {
+			path = path[:len(path)-1]
+		}
+		for _, k := range path {
+			var ok bool
+			if cur, ok = m.lookup(cur, k); !ok {
+				return nil, false, nil
+			}
+		}
+		if p.get {
+			switch cur.(type) {
+			case *lazyVal, ast.Object:
+			default:
+				return nil, false, nil // object.get of a non-object errs: undefined
+			}
+			if v, ok := m.lookup(cur, p.path[len(p.path)-1]); ok {
+				cur = v
+			} else {
+				cur = p.dflt
+			}
 		}
 	}
 	if p.count {
@@ -526,8 +583,23 @@ func (m *machine) testCall(t *compiledTest, args []ast.Value) (bool, error) {
 	return !isFalse(v), nil
 }
 
-func testValue(t *compiledTest, cur ast.Value) bool {
+func (m *machine) testValue(t *compiledTest, cur ast.Value) bool {
 	switch t.kind {
+	case testMember: // as the native internal.member_2
+		x := materialize(cur)
+		switch c := t.c.(type) {
+		case ast.Set:
+			return c.Contains(m.term(x))
+		case *ast.Array:
+			for i := range c.Len() {
+				if ast.ValueEqual(x, c.Elem(i).Value) {
+					return true
+				}
+			}
+			return false
+		default:
+			return c.(ast.Object).Until(func(_, v *ast.Term) bool { return ast.ValueEqual(x, v.Value) })
+		}
 	case testEqual:
 		if c, ok := t.c.(ast.String); ok {
 			s, ok := stringOf(cur)
@@ -599,4 +671,63 @@ func (m *machine) candidates(rs *ruleSet, args []ast.Value) []int {
 	}
 	sortInts(m.ibuf[mark:])
 	return m.ibuf[mark:]
+}
+
+// compileTuple is the decision query's tuple when the query is one
+// definition binding each element to a rule set's value
+// (`out contains [x0, x1] if { t0 = x0; t1 = x1 }`): the sets, in order;
+// nil otherwise (the interpreter evaluates the query).
+func compileTuple(q *ruleSet) []*ruleSet {
+	if len(q.rules) != 1 || q.def != nil {
+		return nil
+	}
+	r := q.rules[0]
+	if len(r.elses) > 0 || len(r.args) > 0 || r.head.kind != tArray || len(r.body) != len(r.head.elems) {
+		return nil
+	}
+	bound := map[int32]*ruleSet{}
+	for i := range r.body {
+		e := &r.body[i]
+		if e.kind != exEq || e.negated || len(e.defined) > 0 {
+			return nil
+		}
+		a, b := &e.terms[0], &e.terms[1]
+		if a.kind != tVar {
+			a, b = b, a
+		}
+		if a.kind != tVar || b.kind != tRef || b.ref.head != headRule || len(b.ref.path) > 0 || b.ref.set.kind == kindFunc {
+			return nil
+		}
+		if _, dup := bound[a.slot]; dup {
+			return nil
+		}
+		bound[a.slot] = b.ref.set
+	}
+	sets := make([]*ruleSet, len(r.head.elems))
+	for i := range r.head.elems {
+		x := &r.head.elems[i]
+		if x.kind != tVar || bound[x.slot] == nil {
+			return nil
+		}
+		sets[i] = bound[x.slot]
+	}
+	return sets
+}
+
+// runTuple evaluates the compiled decision query: every element's rule
+// set's value, in order (an undefined one: no solution).
+func (m *machine) runTuple(sets []*ruleSet) ([]ast.Value, error) {
+	m.tuple = m.tupleBuf[:0]
+	for _, rs := range sets {
+		v, err := m.setValue(rs)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			return nil, errFallback // the query is undefined
+		}
+		m.tuple = append(m.tuple, materialize(v))
+	}
+	m.tupleBuf = m.tuple[:0]
+	return m.tuple, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -21,7 +22,17 @@ func guardPolicy(r *rand.Rand) string {
 	lits := []string{`"wh/"`, `"wh/db/"`, `"wh/db/t/"`, `"wh/db1/"`, `"wh/sales/"`, `"n/"`, `"wh/db/t/data/"`, `"arn:aws:s3:::lake/wh/"`, `""`, `"wh/db/t"`, `"x"`}
 	lit := func() string { return lits[r.IntN(len(lits))] }
 	test := func(res string) string {
-		switch r.IntN(16) {
+		switch r.IntN(21) {
+		case 16:
+			return fmt.Sprintf("not object.get(input, \"access\", null) in {%q, \"write\"}", []string{"read", "list", "admin"}[r.IntN(3)])
+		case 17:
+			return fmt.Sprintf("object.get(%s, \"key\", \"\") in [%s, %s]", res, lit(), lit())
+		case 18:
+			return fmt.Sprintf("object.get(%s, \"nokey\", 1) == %d", res, r.IntN(2))
+		case 19:
+			return fmt.Sprintf("object.get(%s.key, \"x\", 1) == 1", res) // not an object: undefined
+		case 20:
+			return fmt.Sprintf("not object.get(%s, \"prefix\", 0) in {null}", res)
 		case 0:
 			return fmt.Sprintf("startswith(%s.key, %s)", res, lit())
 		case 1:
@@ -210,6 +221,9 @@ func TestCompiledShapes(t *testing.T) {
 				t.Errorf("%s: no compiled rule set %s", c.policy, w)
 			}
 		}
+		if p.tuple == nil {
+			t.Errorf("%s: the decision query is not compiled", c.policy)
+		}
 		// reason's definitions start with tests on deny and permit: a
 		// prefilter each
 		for _, rs := range p.sets {
@@ -300,5 +314,112 @@ reason := "f" if { f(input.resource) }
 	}
 	if calls == 0 {
 		t.Error("no compiled call of f")
+	}
+}
+
+// TestFieldOf: a compiled test's direct read of a per-object field is
+// what walking its path through the lazy input returns.
+func TestFieldOf(t *testing.T) {
+	in := scanInputs(1)[0]
+	p := "wh/db/"
+	in.Resource.Prefix, in.Resource.VersionID = &p, "v1"
+	known, err := newKnownInput(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o objInput
+	o.reset(known, in)
+	m := &machine{in: &o}
+	n := 0
+	for _, path := range [][]string{{"resource", "key"}, {"resource", "arn"}, {"resource", "prefix"}, {"resource", "version_id"}, {"source", "ip"},
+		{"resource", "bucket"}, {"resource"}, {"request", "method"}, {"resource", "key", "x"}} {
+		vals := make([]ast.Value, len(path))
+		for i, s := range path {
+			vals[i] = ast.String(s)
+		}
+		var want ast.Value = o.root()
+		for _, k := range vals {
+			want, _ = m.lookup(want, k)
+		}
+		f := fieldOf(vals)
+		if f == fieldNone {
+			continue
+		}
+		n++
+		if got := o.field(f); got != want || materialize(got).Compare(materialize(want)) != 0 {
+			t.Errorf("%v: field %d reads %v, the walk %v", path, f, got, want)
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d fields read directly, want 5", n)
+	}
+}
+
+// TestDecideInvalidUTF8: an object whose fields, header names or header
+// values are not valid UTF-8 goes to the full evaluation (whose JSON
+// round trip would alter them), the memo notwithstanding.
+func TestDecideInvalidUTF8(t *testing.T) {
+	e := testEngine(t, examplesRoot+"/grants", genGrants(100), Options{})
+	forceBuild(e)
+	ctx := context.Background()
+	base := scanInputs(1)[0]
+	if _, _, ok := e.fast.Decide(ctx, base); !ok {
+		t.Fatal("the fast path did not decide a valid input")
+	}
+	for name, bad := range map[string]func(in *policyinput.Input){
+		"key":          func(in *policyinput.Input) { in.Resource.Key = "wh/db/t/\xff" },
+		"header value": func(in *policyinput.Input) { in.Request.Headers["range"] = "bytes=\xff" },
+		"header name":  func(in *policyinput.Input) { in.Request.Headers["x-\xff"] = "v" },
+	} {
+		in := *base
+		in.Request.Headers = maps.Clone(base.Request.Headers)
+		bad(&in)
+		if _, _, ok := e.fast.Decide(ctx, &in); ok {
+			t.Errorf("%s: invalid UTF-8 decided by the fast path", name)
+		}
+		if _, _, ok := e.fast.Decide(ctx, base); !ok {
+			t.Errorf("%s: the valid input is no longer decided", name)
+		}
+	}
+}
+
+// TestCompiledObjectGet: object.get in a compiled rule: a present key, an
+// absent one (the default) and a base that is not an object (OPA errs:
+// undefined), against OPA and the interpreter.
+func TestCompiledObjectGet(t *testing.T) {
+	src := `package countersign.authz
+
+default allow := false
+
+permit contains "k" if { object.get(input.resource, "key", "") == "wh/db/t/a" }
+permit contains "d" if { object.get(input.resource, "nokey", 7) == 7 }
+permit contains "s" if { object.get(input.resource.key, "x", 1) == 1 }
+permit contains "n" if { not object.get(input.resource.key, "x", 1) == 1 }
+permit contains "r" if { not object.get(input, "access", null) in {"write", "list"} }
+permit contains "p" if { object.get(input.resource, "prefix", 0) == null }
+
+allow if { count(permit) == 4 }
+reason := concat(",", sort(permit))
+`
+	e := moduleEngine(t, map[string]string{"authz.rego": src}, genData())
+	forceBuild(e)
+	e.fast.noMemo = true
+	ctx := context.Background()
+	in := scanInputs(1)[0]
+	in.Resource.Key, in.Resource.ARN = "wh/db/t/a", "arn:aws:s3:::lake/wh/db/t/a"
+	for range 2 {
+		if !checkSame(t, e, in) {
+			t.Fatal("the fast path differs from OPA")
+		}
+	}
+	allow, reason, ok := e.fast.Decide(ctx, in)
+	// n: the compiler takes object.get out of the negation, and its error
+	// fails the body
+	if !ok || !allow || reason != "d,k,p,r" {
+		t.Errorf("allow %v reason %q (decided %v), want true \"d,k,p,r\"", allow, reason, ok)
+	}
+	s := e.fast.scopeOf(in)
+	if s == nil || s.prog == nil || s.prog.byPath["data.countersign_residual.countersign.authz.permit"].comp == nil {
+		t.Error("permit is not compiled")
 	}
 }

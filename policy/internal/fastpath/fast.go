@@ -309,6 +309,13 @@ func (f *Cache) Decide(ctx context.Context, in *policyinput.Input) (allow bool, 
 	if ctx.Err() != nil || !validObjectFields(in) {
 		return false, "", false // the full evaluation reports ctx's error
 	}
+	var obuf [256]byte
+	okey := appendObjectFields(obuf[:0], in)
+	nameStart := len(okey)
+	okey, valid := appendValidHeaderNames(okey, in) // = appendObjectKey
+	if !valid {
+		return false, "", false
+	}
 	var buf [512]byte
 	key, encoded := appendScopeKey(buf[:0], in)
 	if !encoded {
@@ -331,10 +338,6 @@ func (f *Cache) Decide(ctx context.Context, in *policyinput.Input) (allow bool, 
 		f.hook(false)
 		return false, "", false
 	}
-	var obuf [256]byte
-	okey := appendObjectFields(obuf[:0], in)
-	nameStart := len(okey)
-	okey = appendHeaderNames(okey, in) // = appendObjectKey
 	oh := maphash.Bytes(f.seed, okey)
 	slot := &f.memo[(oh^s.id*0x9e3779b97f4a7c15)%memoSize]
 	if d := slot.Load(); !f.noMemo && d != nil && d.scope == s.id && d.hash == oh && d.key == string(okey) {

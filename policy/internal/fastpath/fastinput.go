@@ -226,6 +226,58 @@ func (o *objInput) clear() {
 
 func (o *objInput) root() ast.Value { return &o.lazy[lzRoot] }
 
+// lazyField names a per-object field that a compiled test reads
+// directly, as lazyVal.lookup would return it.
+type lazyField uint8
+
+const (
+	fieldNone lazyField = iota
+	fieldKey
+	fieldARN
+	fieldPrefix
+	fieldVersion
+	fieldIP
+)
+
+// fieldOf is the field of an input path, or fieldNone.
+func fieldOf(path []ast.Value) lazyField {
+	if len(path) != 2 {
+		return fieldNone
+	}
+	a, ok1 := path[0].(ast.String)
+	b, ok2 := path[1].(ast.String)
+	switch {
+	case !ok1 || !ok2:
+	case a == "resource" && b == "key":
+		return fieldKey
+	case a == "resource" && b == "arn":
+		return fieldARN
+	case a == "resource" && b == "prefix":
+		return fieldPrefix
+	case a == "resource" && b == "version_id":
+		return fieldVersion
+	case a == "source" && b == "ip":
+		return fieldIP
+	}
+	return fieldNone
+}
+
+// field is f's value, as lazyVal.lookup returns it.
+func (o *objInput) field(f lazyField) ast.Value {
+	switch f {
+	case fieldKey:
+		return &o.key
+	case fieldARN:
+		return &o.arn
+	case fieldPrefix:
+		return o.prefix
+	case fieldVersion:
+		return &o.version
+	default:
+		return &o.ip
+	}
+}
+
 // lazyVal stands for one of the objects holding per-object fields. It is an
 // ast.Value so that it can be bound to a variable; every other use goes
 // through materialize.
@@ -355,22 +407,15 @@ func (l *lazyVal) IsGround() bool                       { return true }
 func (l *lazyVal) String() string                       { return l.value().String() }
 func (l *lazyVal) StringLength() int                    { return l.value().StringLength() }
 
-// validObjectFields reports whether the per-object fields are valid UTF-8:
+// validObjectFields reports whether the per-object fields but the headers
+// (appendValidHeaderNames) are valid UTF-8:
 // the full evaluation's JSON round trip would replace invalid bytes, and
 // the fast path reads the fields as they are.
 func validObjectFields(in *policyinput.Input) bool {
 	if !utf8.ValidString(in.Resource.Key) || !utf8.ValidString(in.Resource.ARN) || !utf8.ValidString(in.Resource.VersionID) || !utf8.ValidString(in.Source.IP) {
 		return false
 	}
-	if in.Resource.Prefix != nil && !utf8.ValidString(*in.Resource.Prefix) {
-		return false
-	}
-	for k, v := range in.Request.Headers {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return false
-		}
-	}
-	return true
+	return in.Resource.Prefix == nil || utf8.ValidString(*in.Resource.Prefix)
 }
 
 // appendObjectKey appends an exact encoding of the per-object fields a
@@ -399,16 +444,30 @@ func appendObjectFields(b []byte, in *policyinput.Input) []byte {
 // JSON null), all that a header rule that read no value depends on
 // (headermemo.go).
 func appendHeaderNames(b []byte, in *policyinput.Input) []byte {
+	b, _ = appendValidHeaderNames(b, in)
+	return b
+}
+
+// appendValidHeaderNames is appendHeaderNames, and whether the header
+// names and values are valid UTF-8 (validObjectFields, for the headers: one
+// pass over the map).
+func appendValidHeaderNames(b []byte, in *policyinput.Input) ([]byte, bool) {
 	if in.Request.Headers == nil {
-		return append(b, 'n')
+		return append(b, 'n'), true
 	}
 	var buf [16]string
-	names := sortedKeys(buf[:0], in.Request.Headers)
+	names := buf[:0]
+	valid := true
+	for k, v := range in.Request.Headers {
+		names = append(names, k)
+		valid = valid && utf8.ValidString(k) && utf8.ValidString(v)
+	}
+	slices.Sort(names)
 	b = binary.AppendUvarint(append(b, 'h'), uint64(len(names)))
 	for _, n := range names {
 		b = policyinput.AppendKeyString(b, n)
 	}
-	return b
+	return b, valid
 }
 
 // appendScopeKey appends an exact encoding of everything in the input that
@@ -466,13 +525,4 @@ func appendScopeKey(b []byte, in *policyinput.Input) ([]byte, bool) {
 	// Source is per-object (unknownFields): executors of one scan share
 	// a scope.
 	return b, true
-}
-
-// sortedKeys appends m's keys to buf, sorted.
-func sortedKeys[V any](buf []string, m map[string]V) []string {
-	for k := range m {
-		buf = append(buf, k)
-	}
-	slices.Sort(buf)
-	return buf
 }

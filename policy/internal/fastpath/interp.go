@@ -201,6 +201,9 @@ func (m *machine) collectOut(t *ast.Term) error {
 
 // run evaluates the decision query: the values of its one solution.
 func (m *machine) run() ([]ast.Value, error) {
+	if m.p.tuple != nil && !m.interpOnly {
+		return m.runTuple(m.p.tuple)
+	}
 	k := m.collector(colTuple)
 	err := m.evalDefs(m.p.query, nil, k)
 	m.popCollector(k)

@@ -40,7 +40,8 @@ type program struct {
 	byPath  map[string]*ruleSet
 	refs    map[string]*refTerm // ground input references, shared
 	callees map[string]*callee
-	query   *ruleSet // partial set of [t0, t1, ...] tuples: the decision query
+	query   *ruleSet   // partial set of [t0, t1, ...] tuples: the decision query
+	tuple   []*ruleSet // the query compiled (compiled.go), or nil
 	nRules  int
 	// strictNeg: the policy binds variables to references it uses under
 	// negation (pecaveats.go): negated expressions check their references.
@@ -229,6 +230,7 @@ func compileProgram(c *ast.Compiler, query string, known *knownInput, strictNeg 
 		return nil, fmt.Errorf("%w: no decision query", errUnsupported)
 	}
 	p.numberHeaderRules()
+	p.tuple = compileTuple(p.query)
 	for _, rs := range p.sets {
 		if rs == p.query {
 			continue
