@@ -63,6 +63,14 @@
 //     one is evaluated for every object. TestFastPathSemantics and
 //     TestFastPathDifferential decide each input's sibling (same object,
 //     other header values) and compare it with OPA too.
+//   - Rule sets whose definitions are tests on operands (paths of the
+//     input, of a function's arguments or of another rule's value,
+//     constants, counts, object.get of a constant key) with a constant
+//     value or an operand are compiled (compiled.go): the grants' and
+//     table scope's rules, allow, the decision query. Go code checks the
+//     index's candidates, without the interpreter; an interpreted
+//     definition is not run when the tests it starts with fail.
+//     TestCompiledDifferential compares both ways, and with OPA.
 //   - Header rules are remembered by header names (headermemo.go): a
 //     partial-set definition whose only input references are under
 //     input.request.headers and that calls no residual rule (the
