@@ -22,14 +22,25 @@ import (
 // record and depends on the disk and the machine's load far more. The
 // segment (64 MiB) does not rotate within a run: rotation and the
 // background zero-fill of the next segment are per segment, not per
-// record. delay is Config.CommitDelay.
+// record. delay is Config.CommitDelay; sync=syscall is Config.SyncMode
+// syscall against the default keep_p (with no other work for the Ps, the
+// runtime hands no P off here either way: the difference shows in situ,
+// bench/README.md "Flushing in place").
 //
 //	go test -run '^$' -bench AppendCPU -benchmem ./audit/
 func BenchmarkAppendCPU(b *testing.B) {
 	const writers = 64
 	for _, where := range []string{"disk", "tmpfs"} {
-		for _, delay := range []time.Duration{0, 100 * time.Microsecond, 300 * time.Microsecond} {
-			b.Run(fmt.Sprintf("%s/delay=%s", where, delay), func(b *testing.B) {
+		for _, v := range []struct {
+			delay time.Duration
+			sync  string
+		}{{0, ""}, {0, SyncSyscall}, {100 * time.Microsecond, ""}, {300 * time.Microsecond, ""}} {
+			delay := v.delay
+			name := fmt.Sprintf("%s/delay=%s", where, delay)
+			if v.sync != "" {
+				name += "/sync=" + v.sync
+			}
+			b.Run(name, func(b *testing.B) {
 				dir := b.TempDir()
 				if where == "tmpfs" {
 					d, err := os.MkdirTemp("/dev/shm", "audit-cpu-bench-")
@@ -44,6 +55,7 @@ func BenchmarkAppendCPU(b *testing.B) {
 				cfg.SegmentMaxBytes = 64 << 20
 				cfg.CheckpointInterval = time.Second
 				cfg.CommitDelay = delay
+				cfg.SyncMode = v.sync
 				l := openLog(b, cfg, k.options())
 				defer l.Close()
 				// The next segment's zero-fill runs in the background after

@@ -1,6 +1,9 @@
 package audit
 
-import "os"
+import (
+	"os"
+	"time"
+)
 
 // File is what the log needs of a file it writes: append, make durable,
 // close. It is the fault-injection seam (Options.OpenFile): tests wrap the
@@ -26,6 +29,11 @@ type osFile struct {
 	*os.File
 	fd  int
 	dir bool
+	// keepP: datasync is the raw call while flushes are fast
+	// (Config.SyncMode, file_linux.go); slow: the last one was not.
+	keepP, slow bool
+	slowAfter   time.Duration
+	rawSyncs    int // raw calls made (tests)
 }
 
 // openOSFile is the default Options.OpenFile.
@@ -51,6 +59,16 @@ func (f *osFile) Sync() error {
 		return f.File.Sync()
 	}
 	return f.datasync()
+}
+
+// keepPWhileFast makes f's fdatasync keep the calling goroutine's P while
+// flushes take less than slowAfter (Config.SyncMode "keep_p"). Only the
+// writer's segment files get it: the writer is the only goroutine that
+// syncs them, and the preparer's 70 MB zero-fill must not hold a P.
+func keepPWhileFast(f File, slowAfter time.Duration) {
+	if of, ok := f.(*osFile); ok && rawDatasyncAvailable {
+		of.keepP, of.slowAfter = true, slowAfter
+	}
 }
 
 // syncDir makes the directory entries of newly created files durable.

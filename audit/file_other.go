@@ -2,6 +2,10 @@
 
 package audit
 
+// rawDatasyncAvailable: there is no raw fdatasync here, so Config.SyncMode
+// keep_p is the ordinary call.
+const rawDatasyncAvailable = false
+
 // datasync is os.File.Sync where there is no fdatasync: on macOS that is
 // fcntl(F_FULLFSYNC), the call that reaches the device there.
 func (f *osFile) datasync() error { return f.File.Sync() }

@@ -40,6 +40,7 @@ type Log struct {
 	node     string
 	origin   string
 	lock     *os.File
+	slowSync time.Duration // SlowSyncThreshold; tests lower it
 
 	reqs sync.Pool // *request
 	prep preparer
@@ -134,6 +135,7 @@ func Open(cfg Config, opts Options) (*Log, error) {
 		log:      log,
 		now:      opts.Now,
 		openFile: opts.OpenFile,
+		slowSync: SlowSyncThreshold,
 		signer:   signer,
 		signerID: fmt.Sprintf("%s+%08x", signer.Name(), signer.KeyHash()),
 		mac:      newTokenMAC(hmacKey),

@@ -175,6 +175,7 @@ func (l *Log) resume(last SegmentInfo, st *scanState) error {
 			f.Close()
 			return fmt.Errorf("audit: %w", err)
 		}
+		l.keepP(f)
 		seg := &segment{first: last.First, name: last.Name, f: f, chk: chk, size: st.validBytes, records: records, opened: l.now()}
 		if b, err := hex.DecodeString(st.last.ID[:16]); err == nil {
 			copy(seg.nonce[:], b)

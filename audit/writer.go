@@ -507,10 +507,18 @@ func (l *Log) createSegment(first uint64) (*segment, error) {
 		f.Close()
 		return nil, fmt.Errorf("syncing %s: %w", dir, err)
 	}
+	l.keepP(f)
 	seg.f, seg.chk = f, chk
 	w.cpSize, w.cpAt = w.tree.n, entry.Time
 	w.lastActivity = l.now()
 	return seg, nil
+}
+
+// keepP applies Config.SyncMode to a segment file the writer will sync.
+func (l *Log) keepP(f File) {
+	if l.cfg.SyncMode == SyncKeepP {
+		keepPWhileFast(f, l.slowSync)
+	}
 }
 
 func errOr(err, alt error) error {

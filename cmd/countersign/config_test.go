@@ -4,9 +4,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/audit"
 )
 
 func TestExampleConfigParses(t *testing.T) {
@@ -81,7 +84,7 @@ func TestRuntimeConfig(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
-	RuntimeConfig{MemoryLimitBytes: 1 << 30}.apply(slog.New(slog.DiscardHandler))
+	RuntimeConfig{MemoryLimitBytes: 1 << 30}.apply(slog.New(slog.DiscardHandler), false)
 	if got := debug.SetGCPercent(100); got != DefaultGCPercent {
 		t.Errorf("gc percent %d, want the default %d", got, DefaultGCPercent)
 	}
@@ -91,9 +94,39 @@ func TestRuntimeConfig(t *testing.T) {
 	// The environment wins.
 	t.Setenv("GOGC", "50")
 	debug.SetGCPercent(50)
-	RuntimeConfig{GCPercent: 300}.apply(slog.New(slog.DiscardHandler))
+	RuntimeConfig{GCPercent: 300}.apply(slog.New(slog.DiscardHandler), false)
 	if got := debug.SetGCPercent(100); got != 50 {
 		t.Errorf("gc percent %d with GOGC=50 set, want 50", got)
+	}
+}
+
+// The audit writer's P (audit.sync_mode keep_p) is one more than the
+// runtime's own choice, unless GOMAXPROCS is set.
+func TestRuntimeWriterP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	discard := slog.New(slog.DiscardHandler)
+	t.Setenv("GOMAXPROCS", "")
+	runtime.GOMAXPROCS(3)
+	RuntimeConfig{}.apply(discard, false)
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("without the writer's P: GOMAXPROCS %d, want 3", got)
+	}
+	RuntimeConfig{}.apply(discard, true)
+	if got := runtime.GOMAXPROCS(0); got != 4 {
+		t.Errorf("with the writer's P: GOMAXPROCS %d, want 4", got)
+	}
+	t.Setenv("GOMAXPROCS", "3")
+	runtime.GOMAXPROCS(3)
+	RuntimeConfig{}.apply(discard, true)
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("GOMAXPROCS=3 in the environment: GOMAXPROCS %d, want 3", got)
+	}
+	// What decides it: keep_p is the default; syscall turns it off.
+	if !(audit.Config{}).KeepsP() && runtime.GOOS == "linux" {
+		t.Error("the default sync mode does not keep the writer's P on Linux")
+	}
+	if (audit.Config{SyncMode: audit.SyncSyscall}).KeepsP() {
+		t.Error("sync_mode syscall keeps the writer's P")
 	}
 }
 

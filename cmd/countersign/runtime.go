@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 )
 
@@ -38,8 +39,16 @@ func (c RuntimeConfig) validate() error {
 	return nil
 }
 
-// apply sets what the environment does not.
-func (c RuntimeConfig) apply(log *slog.Logger) {
+// apply sets what the environment does not. writerP: the audit writer's
+// fdatasync keeps its P (audit.sync_mode keep_p), so the runtime gets one
+// more P than it would choose, and the requests keep as many as before
+// while the writer waits for the disk. Setting it stops the runtime's own
+// updates of GOMAXPROCS to a changed CPU limit; the GOMAXPROCS
+// environment variable, when set, wins.
+func (c RuntimeConfig) apply(log *slog.Logger, writerP bool) {
+	if writerP && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+	}
 	if os.Getenv("GOGC") == "" {
 		pct := c.GCPercent
 		if pct == 0 {
@@ -53,5 +62,5 @@ func (c RuntimeConfig) apply(log *slog.Logger) {
 	// SetGCPercent returns the previous value: read it by setting it back.
 	pct := debug.SetGCPercent(100)
 	debug.SetGCPercent(pct)
-	log.Info("go runtime", "gc_percent", pct, "memory_limit_bytes", debug.SetMemoryLimit(-1))
+	log.Info("go runtime", "gc_percent", pct, "memory_limit_bytes", debug.SetMemoryLimit(-1), "gomaxprocs", runtime.GOMAXPROCS(0))
 }

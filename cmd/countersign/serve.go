@@ -49,7 +49,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 		fmt.Fprintln(stderr, "countersign:", err)
 		return 1
 	}
-	cfg.Runtime.apply(log)
+	// The floor has no audit writer: it keeps the runtime's own GOMAXPROCS.
+	cfg.Runtime.apply(log, !*canned && cfg.Audit.KeepsP())
 	var srv *server.Server
 	var closeStages func() error
 	if *canned {
