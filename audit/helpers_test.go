@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,26 @@ func testConfig(dir string) Config {
 
 func (k testKeys) options() Options {
 	return Options{CheckpointKey: k.signer, HMACKey: k.hmac}
+}
+
+// appendConcurrently has writers goroutines append each access records
+// apiece, one per call, and waits for them; a failed Append is an error.
+func appendConcurrently(t testing.TB, l *Log, writers, each int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := l.Append(context.Background(), accessRecord(w*each+i)); err != nil {
+					t.Errorf("Append: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func openLog(t testing.TB, cfg Config, opts Options) *Log {

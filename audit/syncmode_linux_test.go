@@ -130,23 +130,7 @@ func TestKeepPWithCollections(t *testing.T) {
 		}
 	}()
 	const writers, perWriter = 32, 50
-	var wg sync.WaitGroup
-	for g := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perWriter {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				err := l.Append(ctx, accessRecord(g*1000+i))
-				cancel()
-				if err != nil {
-					t.Errorf("Append: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	appendConcurrently(t, l, writers, perWriter)
 	stop.Store(true)
 	<-done
 	if err := l.Close(); err != nil {

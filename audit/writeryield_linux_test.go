@@ -3,10 +3,8 @@
 package audit
 
 import (
-	"context"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,20 +38,7 @@ func TestWriterYieldGrowsBatches(t *testing.T) {
 	defer l.Close()
 
 	const appenders, each = 8, 100
-	var wg sync.WaitGroup
-	for a := range appenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				if err := l.Append(context.Background(), accessRecord(a*each+i)); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	appendConcurrently(t, l, appenders, each)
 	avg := float64(records.Load()) / float64(batches.Load())
 	t.Logf("%d records in %d batches: %.1f per batch", records.Load(), batches.Load(), avg)
 	if avg < appenders/2 {
