@@ -32,18 +32,21 @@ func (c *call) auditRecords() []*audit.Record {
 		base.Region = c.in.Region
 	}
 	if t := c.route.table; t != nil {
-		base.Table = &audit.Table{Prefix: t.Prefix, Namespace: t.Namespace, Name: t.Name}
+		c.table = audit.Table{Prefix: t.Prefix, Namespace: t.Namespace, Name: t.Name}
+		base.Table = &c.table
 	}
 	if id := c.identity; id != nil {
-		base.Principal = &audit.Principal{
+		c.principal = audit.Principal{
 			Issuer: id.Principal.Issuer, ID: id.Principal.ID, Groups: id.Principal.Groups,
 			JTI: id.TokenID, TokenSHA256: id.TokenHash,
 		}
+		base.Principal = &c.principal
 	}
 
 	// Refused before any object was known.
 	if c.req == nil || len(c.decisions) == 0 {
-		r := base
+		r := &c.record
+		*r = base
 		switch {
 		case c.in == nil:
 			r.Decision = audit.DecisionMalformed
@@ -59,13 +62,18 @@ func (c *call) auditRecords() []*audit.Record {
 		if c.req != nil {
 			r.Operation, r.Bucket, r.Key = c.req.Operation, c.req.Bucket, c.req.Key
 		}
-		return []*audit.Record{&r}
+		c.oneRecord[0] = r
+		return c.oneRecord[:]
 	}
 
-	recs := make([]*audit.Record, len(c.req.Targets))
+	recs := c.oneRecord[:]
+	if len(c.req.Targets) > 1 {
+		recs = make([]*audit.Record, len(c.req.Targets))
+	}
 	var signing *audit.Signing
 	if s := c.signed; s != nil {
-		signing = &audit.Signing{
+		signing = &c.signing
+		*signing = audit.Signing{
 			AccessKeyID: s.AccessKeyID, Scope: s.CredentialScope, AmzDate: s.AmzDate,
 			SignedHeaders: s.SignedHeaders, Payload: c.req.ContentSHA256,
 			CanonicalRequestSHA256: s.CanonicalRequestSHA256, SignatureSHA256: s.SignatureSHA256,
@@ -75,7 +83,11 @@ func (c *call) auditRecords() []*audit.Record {
 	for i := range c.req.Targets {
 		t := &c.req.Targets[i]
 		d := &c.decisions[i]
-		r := base
+		r := &c.record
+		if i > 0 {
+			r = new(audit.Record)
+		}
+		*r = base
 		r.Operation, r.Action, r.Access = t.Operation, t.Action, string(t.Access)
 		r.Bucket, r.Key, r.Prefix, r.VersionID = t.Bucket, t.Key, t.Prefix, t.VersionID
 		r.Role = auditRole(t.Role)
@@ -93,7 +105,7 @@ func (c *call) auditRecords() []*audit.Record {
 				r.Reason = d.Reason
 			}
 		}
-		recs[i] = &r
+		recs[i] = r
 	}
 	return recs
 }

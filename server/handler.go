@@ -80,7 +80,9 @@ type Options struct {
 	// RequestTimeout bounds the stages of one sign request (default
 	// DefaultRequestTimeout): a key fetch, policy evaluation or credential
 	// fetch still running then is abandoned and the request answered 503
-	// with Retry-After. Recording the outcome has a bound of its own.
+	// with Retry-After. Recording the outcome has a bound of its own, as
+	// long. Either may run up to 1/64 longer (contexts shared between
+	// requests, see deadlines), never shorter.
 	RequestTimeout time.Duration
 	// Vending is what Iceberg clients are told beside vended credentials
 	// (client.region, s3.endpoint).
@@ -111,8 +113,11 @@ type Handler struct {
 	log      *slog.Logger
 	limiter  *principalLimiter // nil when rate limiting is off
 	refusals *refusalLimiter
-	decoders sync.Pool
-	bodies   sync.Pool // *[]byte for encoding answers
+	// deadlines bounds each request's stages and its audit wait by
+	// RequestTimeout, with contexts shared between requests.
+	deadlines *deadlines
+	decoders  sync.Pool
+	bodies    sync.Pool // *[]byte for encoding answers
 	// signingKey is the access key id of the last signature, to put a
 	// key_rotation record in the audit log when the credentials change.
 	signingKey atomic.Pointer[string]
@@ -156,7 +161,7 @@ func NewHandler(st Stages, opts Options, log *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{stages: st, opts: opts, log: log, limiter: limiter, refusals: refusals}
+	h := &Handler{stages: st, opts: opts, log: log, limiter: limiter, refusals: refusals, deadlines: newDeadlines(opts.RequestTimeout)}
 	h.decoders.New = func() any { return new(remotesign.Decoder) }
 	h.bodies.New = func() any { b := make([]byte, 0, 2048); return &b }
 	if m := opts.Metrics; m != nil {
@@ -224,6 +229,15 @@ type call struct {
 	status     int
 	msg        string
 	retryAfter int
+
+	// Room for a one-object call's decision and records (nearly every
+	// call), so that authorize and auditRecords allocate nothing for it.
+	oneDecision [1]decision
+	oneRecord   [1]*audit.Record
+	record      audit.Record
+	principal   audit.Principal
+	signing     audit.Signing
+	table       audit.Table
 }
 
 // decision is the policy's answer for one target of the request.
@@ -244,8 +258,7 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	// The stages' context is not ctx itself: a fasthttp RequestCtx is
 	// "done" as soon as the server starts shutting down, and in-flight
 	// requests must finish then. Only the request's own deadline cuts them.
-	stageCtx, cancel := context.WithTimeout(context.Background(), h.opts.RequestTimeout)
-	defer cancel()
+	stageCtx := h.deadlines.context(start)
 
 	dec := h.decoders.Get().(*remotesign.Decoder)
 	in, err := dec.Decode(ctx.PostBody(), h.opts.Limits)
@@ -415,9 +428,7 @@ func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 // append records a call's outcome under a bound of its own, not the
 // stages' deadline: a call cut by that deadline must still be recorded.
 func (h *Handler) append(recs []*audit.Record) error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.opts.RequestTimeout)
-	defer cancel()
-	return h.stages.Audit.Append(ctx, recs...)
+	return h.stages.Audit.Append(h.deadlines.context(time.Now()), recs...)
 }
 
 // limitRefusal applies the per-source refusal limit to a call refused
@@ -464,7 +475,11 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 		}
 	}
 	headers := lowerHeaders(req.Headers)
-	c.decisions = make([]decision, len(req.Targets))
+	if len(req.Targets) == 1 {
+		c.decisions = c.oneDecision[:]
+	} else {
+		c.decisions = make([]decision, len(req.Targets))
+	}
 	for i := range req.Targets {
 		t := &req.Targets[i]
 		in := buildInput(c.route, req, t, headers)
@@ -626,6 +641,9 @@ func lowerHeaders(h remotesign.Headers) map[string]string {
 func asciiLower(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'A' && c <= 'Z' {
+			if k := knownHeaderName(s); k != "" {
+				return k
+			}
 			b := []byte(s)
 			for j := i; j < len(b); j++ {
 				if b[j] >= 'A' && b[j] <= 'Z' {
@@ -636,4 +654,43 @@ func asciiLower(s string) string {
 		}
 	}
 	return s
+}
+
+// knownHeaderNames are the lower-case names of the headers S3 clients
+// send, which the Java SDK spells capitalized ("User-Agent", "Range"):
+// lowering them from this table costs no allocation per request.
+var knownHeaderNames = [...]string{
+	"range", "user-agent", "content-length", "content-type", "content-md5",
+	"content-encoding", "content-language", "content-disposition", "cache-control",
+	"expect", "host", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since",
+	"x-amz-content-sha256", "x-amz-date", "x-amz-security-token", "x-amz-decoded-content-length",
+	"x-amz-copy-source", "x-amz-copy-source-range", "x-amz-acl", "x-amz-storage-class",
+	"x-amz-server-side-encryption", "x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+	"x-amz-sdk-checksum-algorithm", "x-amz-trailer", "x-amz-expected-bucket-owner",
+}
+
+// knownHeaderName returns the entry of knownHeaderNames that s equals
+// ignoring ASCII case, or "".
+func knownHeaderName(s string) string {
+	for _, k := range knownHeaderNames {
+		if len(k) == len(s) && equalLowerASCII(k, s) {
+			return k
+		}
+	}
+	return ""
+}
+
+// equalLowerASCII reports whether s, with A-Z lowered, equals lower.
+// Only ASCII folds: "K" (U+212A, Kelvin) is not "k".
+func equalLowerASCII(lower, s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
