@@ -1,12 +1,9 @@
 package audit
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,26 +86,11 @@ func BenchmarkAppend(b *testing.B) {
 				recs[i] = bc.record(i)
 			}
 			before := l.Stats()
-			var next atomic.Int64
-			var wg sync.WaitGroup
+			run := appenders(b, l, recs)
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := time.Now()
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ctx := context.Background()
-					r := recs[w]
-					for next.Add(1) <= int64(b.N) {
-						if err := l.Append(ctx, r); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			run()
 			elapsed := time.Since(start)
 			b.StopTimer()
 			after := l.Stats()

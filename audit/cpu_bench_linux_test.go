@@ -3,11 +3,8 @@
 package audit
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -68,26 +65,11 @@ func BenchmarkAppendCPU(b *testing.B) {
 					recs[i] = signedRecord(i)
 				}
 				before := l.Stats()
-				var next atomic.Int64
-				var wg sync.WaitGroup
+				run := appenders(b, l, recs)
 				b.ReportAllocs()
 				b.ResetTimer()
 				cpu0 := processCPU()
-				for w := range writers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						ctx := context.Background()
-						r := recs[w]
-						for next.Add(1) <= int64(b.N) {
-							if err := l.Append(ctx, r); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
+				run()
 				cpu := processCPU() - cpu0
 				b.StopTimer()
 				after := l.Stats()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,37 @@ func appendConcurrently(t testing.TB, l *Log, writers, each int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// appenders is the benchmarks' appender loop (BenchmarkAppend,
+// BenchmarkAppendCPU): one goroutine per record of recs, each appending
+// its record, one per call, until between them they have made b.N
+// appends; a failed Append is an error and ends its goroutine. The
+// returned run, called once, starts them and waits for them. Unlike
+// appendConcurrently the goroutines share one quota of b.N, and the
+// loop's state is allocated here, before the caller's b.ResetTimer, so
+// that what the benchmark times and counts between ResetTimer and
+// StopTimer is the goroutines and their appends alone.
+func appenders(b *testing.B, l *Log, recs []*Record) (run func()) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	return func() {
+		for w := range len(recs) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := context.Background()
+				r := recs[w]
+				for next.Add(1) <= int64(b.N) {
+					if err := l.Append(ctx, r); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
 }
 
 func openLog(t testing.TB, cfg Config, opts Options) *Log {
