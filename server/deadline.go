@@ -21,9 +21,9 @@ type deadlines struct {
 	cur     atomic.Pointer[sharedDeadline]
 }
 
-// deadlineSlack is timeout/slack, the most a request's limit is extended
-// (about 160 ms of the default 10 s), and the number of contexts alive at
-// once.
+// deadlineSlack divides the timeout into the slack: timeout/deadlineSlack
+// is the most a request's limit is extended (about 160 ms of the default
+// 10 s), and about deadlineSlack contexts are alive at once under load.
 const deadlineSlack = 64
 
 type sharedDeadline struct {
