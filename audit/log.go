@@ -145,7 +145,7 @@ func Open(cfg Config, opts Options) (*Log, error) {
 		done:     make(chan struct{}),
 	}
 	l.w.digest = sha256.New()
-	l.prep = preparer{req: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.prep = preparer{req: make(chan struct{}, 1), drop: make(chan string, 4), stop: make(chan struct{}), done: make(chan struct{})}
 	// The first segment is preallocated before Open returns, so throughput
 	// is the same from the first record on (costs one zero-fill at start).
 	if err := l.prepare(); err != nil {

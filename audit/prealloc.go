@@ -30,6 +30,17 @@ import (
 //
 // Preallocation is best effort: if the zero-fill fails (a full disk), the
 // segment file is created empty and grows by appending.
+//
+// A sealed segment's pages are dropped from the page cache (dropCache,
+// below) by the same goroutine, before it zero-fills the next: the log
+// writes each segment once and rarely reads it (the uploader, verify and
+// queries read it back from the device), and the zero-fill then takes the
+// pages just freed. Kept cached, the sealed segments fill memory with
+// pages nobody reads, and every zero-fill takes pages the kernel has not
+// touched for long. On a VM that hands free memory back to its host (free
+// page reporting), the first touch of such a page faults in the host:
+// BenchmarkZeroFillAfterSeal measured 1.5 ms of CPU per MiB of zeros with
+// the sealed segments kept, 0.5 ms with them dropped.
 
 const preallocName = "next.prealloc"
 
@@ -43,10 +54,12 @@ type writeBacker interface {
 	WriteBack(off, n int64) error
 }
 
-// preparer zero-fills the next segment file in the background.
+// preparer zero-fills the next segment file in the background, and drops
+// the sealed segments' pages first.
 type preparer struct {
 	ready atomic.Bool   // next.prealloc is complete and durable
 	req   chan struct{} // capacity 1: "prepare another"
+	drop  chan string   // sealed segments' paths, dropped before the next zero-fill
 	stop  chan struct{}
 	done  chan struct{}
 	zero  []byte // write buffer, allocated once
@@ -95,7 +108,17 @@ func (l *Log) runPreparer() {
 	defer close(l.prep.done)
 	for {
 		select {
+		case path := <-l.prep.drop:
+			l.dropCache(path)
 		case <-l.prep.req:
+			for pending := true; pending; {
+				select {
+				case path := <-l.prep.drop:
+					l.dropCache(path)
+				default:
+					pending = false
+				}
+			}
 			if err := l.prepare(); err != nil {
 				l.log.Warn("audit: cannot preallocate the next segment; it will grow by appending (slower fdatasync)", "err", err)
 				continue
@@ -104,6 +127,23 @@ func (l *Log) runPreparer() {
 		case <-l.prep.stop:
 			return
 		}
+	}
+}
+
+// dropSealed asks the preparer to drop a sealed segment's cached pages. It
+// never blocks the writer: with the queue full, the pages stay cached.
+func (l *Log) dropSealed(path string) {
+	select {
+	case l.prep.drop <- path:
+	default:
+	}
+}
+
+// dropCache drops a sealed segment's cached pages (dropCachedPages). It
+// is advice: a failure costs only memory.
+func (l *Log) dropCache(path string) {
+	if err := dropCachedPages(path); err != nil {
+		l.log.Debug("audit: cannot drop a sealed segment's cached pages", "segment", filepath.Base(path), "err", err)
 	}
 }
 

@@ -426,6 +426,7 @@ func (l *Log) seal(reason string, extra ...*Record) error {
 		HasRecords: true, HasCheckpoints: true, HasIndex: hasIndex, Records: seg.records}
 	// Both files are durable (fdatasync'ed); a close error cannot lose data.
 	w.closeSegment()
+	l.dropSealed(filepath.Join(l.cfg.Dir, info.Name))
 	l.log.Info("audit segment sealed", "segment", info.Name, "records", info.Records, "reason", reason)
 	if l.opts.OnSeal != nil {
 		l.opts.OnSeal(info)
