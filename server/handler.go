@@ -238,6 +238,8 @@ type call struct {
 	principal   audit.Principal
 	signing     audit.Signing
 	table       audit.Table
+	// Room for the policy input's sorted header names (lowerHeaders).
+	headerNames [8]string
 }
 
 // decision is the policy's answer for one target of the request.
@@ -474,7 +476,7 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 			copySource = &policyinput.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN(), VersionID: t.VersionID}
 		}
 	}
-	headers := lowerHeaders(req.Headers)
+	headers, names := lowerHeaders(req.Headers, c.headerNames[:0])
 	if len(req.Targets) == 1 {
 		c.decisions = c.oneDecision[:]
 	} else {
@@ -483,6 +485,7 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 	for i := range req.Targets {
 		t := &req.Targets[i]
 		in := buildInput(c.route, req, t, headers)
+		in.Request.HeaderNames = names
 		in.Principal = &c.identity.Principal
 		in.CopySource = copySource
 		in.Source.IP = c.sourceIP
@@ -622,9 +625,12 @@ func buildInput(rt route, req *s3req.Request, t *s3req.Target, headers map[strin
 }
 
 // lowerHeaders flattens the client's headers for the policy: lower-case
-// names, multiple values joined with ", " as HTTP does.
-func lowerHeaders(h remotesign.Headers) map[string]string {
-	m := make(map[string]string, len(h))
+// names, multiple values joined with ", " as HTTP does. names are the
+// map's names, sorted, appended to buf (policyinput.Request.HeaderNames:
+// the client sends them nearly sorted, so an insertion sort is a pass).
+func lowerHeaders(h remotesign.Headers, buf []string) (m map[string]string, names []string) {
+	m = make(map[string]string, len(h))
+	names = buf
 	for i := range h {
 		v := ""
 		for j, s := range h[i].Values {
@@ -633,9 +639,14 @@ func lowerHeaders(h remotesign.Headers) map[string]string {
 			}
 			v += s
 		}
-		m[asciiLower(h[i].Name)] = v
+		name := asciiLower(h[i].Name)
+		m[name] = v
+		names = append(names, name)
+		for k := len(names) - 1; k > 0 && names[k] < names[k-1]; k-- {
+			names[k], names[k-1] = names[k-1], names[k]
+		}
 	}
-	return m
+	return m, names
 }
 
 func asciiLower(s string) string {

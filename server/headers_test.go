@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,15 +9,16 @@ import (
 )
 
 // TestLowerHeaders: names lowered by ASCII only (from the table for the
-// known ones, computed for the rest), values joined with ", ".
+// known ones, computed for the rest), values joined with ", ", and the
+// names sorted beside the map.
 func TestLowerHeaders(t *testing.T) {
-	got := lowerHeaders(remotesign.Headers{
+	got, names := lowerHeaders(remotesign.Headers{
 		{Name: "User-Agent", Values: []string{"aws-sdk-java/2.29.52"}},
 		{Name: "RANGE", Values: []string{"bytes=-8192"}},
 		{Name: "amz-sdk-request", Values: []string{"attempt=1", "max=4"}},
 		{Name: "X-Custom-Thing", Values: []string{"a"}},
 		{Name: "X-Amz-Date\u212a", Values: []string{"kelvin"}},
-	})
+	}, nil)
 	want := map[string]string{
 		"user-agent":       "aws-sdk-java/2.29.52",
 		"range":            "bytes=-8192",
@@ -31,6 +33,10 @@ func TestLowerHeaders(t *testing.T) {
 		if got[k] != v {
 			t.Fatalf("%q: got %q, want %q (all: %v)", k, got[k], v, got)
 		}
+	}
+	wantNames := []string{"amz-sdk-request", "range", "user-agent", "x-amz-date\u212a", "x-custom-thing"}
+	if !slices.Equal(names, wantNames) {
+		t.Fatalf("names %q, want %q", names, wantNames)
 	}
 	for _, k := range knownHeaderNames {
 		if k != strings.ToLower(k) {

@@ -890,7 +890,7 @@ func TestScopeKeyCoversInput(t *testing.T) {
 		"Principal": {"ID", "Issuer", "Groups", "Claims", "Key"},
 		"Resource":  {"Bucket", "Key", "Prefix", "ARN", "VersionID"},
 		"Table":     {"Prefix", "Namespace", "Name", "Location"},
-		"Request":   {"Method", "Region", "Host", "Headers"},
+		"Request":   {"Method", "Region", "Host", "Headers", "HeaderNames"}, // HeaderNames: not input (json:"-"); the object key checks them against Headers
 		"Source":    {"IP"},
 	}
 	for _, typ := range []reflect.Type{reflect.TypeFor[policyinput.Input](), reflect.TypeFor[policyinput.Principal](), reflect.TypeFor[policyinput.Resource](), reflect.TypeFor[policyinput.Table](), reflect.TypeFor[policyinput.Request](), reflect.TypeFor[policyinput.Source]()} {
@@ -1164,5 +1164,59 @@ func TestObjectKeyExact(t *testing.T) {
 	}
 	if key(&policyinput.Input{Request: policyinput.Request{Headers: map[string]string{}}}) == key(&policyinput.Input{}) {
 		t.Error("empty and nil headers have one key")
+	}
+}
+
+// TestGivenHeaderNames: a producer's sorted names (Request.HeaderNames)
+// give the same object key and UTF-8 verdict as sorting the map, and names
+// that are not exactly the map's, in order, are ignored (the map is sorted
+// instead): a wrong list can neither change a key nor hide a header.
+func TestGivenHeaderNames(t *testing.T) {
+	headers := func() map[string]string {
+		return map[string]string{"amz-sdk-request": "attempt=1", "range": "bytes=0-1", "user-agent": "x"}
+	}
+	in := func(names []string, h map[string]string) *policyinput.Input {
+		return &policyinput.Input{Resource: policyinput.Resource{Bucket: "lake", Key: "k", ARN: "arn:aws:s3:::lake/k"},
+			Request: policyinput.Request{Headers: h, HeaderNames: names}}
+	}
+	keyOf := func(x *policyinput.Input) (string, bool) {
+		b, valid := appendValidHeaderNames(nil, x)
+		return string(b), valid
+	}
+	want, _ := keyOf(in(nil, headers()))
+	exact := []string{"amz-sdk-request", "range", "user-agent"}
+	if _, _, ok := givenHeaderNames(&in(exact, headers()).Request); !ok {
+		t.Fatal("the map's own names, sorted, were not used")
+	}
+	for name, names := range map[string][]string{
+		"exact":     exact,
+		"unsorted":  {"range", "amz-sdk-request", "user-agent"},
+		"duplicate": {"amz-sdk-request", "range", "range"},
+		"missing":   {"amz-sdk-request", "range"},
+		"extra":     {"amz-sdk-request", "range", "user-agent", "x-amz-acl"},
+		"other":     {"amz-sdk-request", "range", "x-amz-acl"},
+		"empty":     {},
+	} {
+		got, valid := keyOf(in(names, headers()))
+		if got != want || !valid {
+			t.Errorf("%s %q: key %q valid %v, want %q valid", name, names, got, valid, want)
+		}
+		if name != "exact" {
+			if _, _, ok := givenHeaderNames(&in(names, headers()).Request); ok {
+				t.Errorf("%s %q: used, but they are not the map's names", name, names)
+			}
+		}
+	}
+	// A header the list does not name still changes the key.
+	h := headers()
+	h["x-amz-acl"] = "public-read"
+	if got, _ := keyOf(in([]string{"amz-sdk-request", "range", "user-agent"}, h)); got == want {
+		t.Error("a header missing from the names left the key unchanged")
+	}
+	// Invalid UTF-8 in a value is seen with the names given too.
+	h = headers()
+	h["range"] = "bytes=\xff"
+	if _, valid := keyOf(in(exact, h)); valid {
+		t.Error("invalid UTF-8 in a header value passed with the names given")
 	}
 }

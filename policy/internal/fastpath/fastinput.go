@@ -455,19 +455,44 @@ func appendValidHeaderNames(b []byte, in *policyinput.Input) ([]byte, bool) {
 	if in.Request.Headers == nil {
 		return append(b, 'n'), true
 	}
-	var buf [16]string
-	names := buf[:0]
-	valid := true
-	for k, v := range in.Request.Headers {
-		names = append(names, k)
-		valid = valid && utf8.ValidString(k) && utf8.ValidString(v)
+	names, valid, ok := givenHeaderNames(&in.Request)
+	if !ok {
+		var buf [16]string
+		names, valid = buf[:0], true
+		for k, v := range in.Request.Headers {
+			names = append(names, k)
+			valid = valid && utf8.ValidString(k) && utf8.ValidString(v)
+		}
+		slices.Sort(names)
 	}
-	slices.Sort(names)
 	b = binary.AppendUvarint(append(b, 'h'), uint64(len(names)))
 	for _, n := range names {
 		b = policyinput.AppendKeyString(b, n)
 	}
 	return b, valid
+}
+
+// givenHeaderNames are r.HeaderNames when they are exactly r.Headers'
+// names in ascending order (ok false: sort the map): as many, strictly
+// ascending (so distinct), each a key of the map — then they are all of
+// its keys. valid: every name and value is valid UTF-8.
+func givenHeaderNames(r *policyinput.Request) (names []string, valid, ok bool) {
+	names = r.HeaderNames
+	if names == nil || len(names) != len(r.Headers) {
+		return nil, false, false
+	}
+	valid = true
+	for i, n := range names {
+		if i > 0 && names[i-1] >= n {
+			return nil, false, false
+		}
+		v, found := r.Headers[n]
+		if !found {
+			return nil, false, false
+		}
+		valid = valid && utf8.ValidString(n) && utf8.ValidString(v)
+	}
+	return names, valid, true
 }
 
 // appendScopeKey appends an exact encoding of everything in the input that
