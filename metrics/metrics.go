@@ -4,6 +4,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,8 @@ type Metrics struct {
 	AuditSyncSeconds  prometheus.Histogram
 	AuditRecords      prometheus.Counter
 	AuditDecisions    *prometheus.CounterVec
+	auditAllow        lazyChild // AuditDecisions' children for nearly every record
+	auditDeny         lazyChild
 	// PolicyReloads counts policy reload attempts by result ("ok", "error").
 	PolicyReloads *prometheus.CounterVec
 	// PolicyRevision is 1 for the revision currently deciding.
@@ -128,6 +131,20 @@ func New() *Metrics {
 	m.policyCache = m.newHitMiss("policy")
 	m.decisionCache = m.newHitMiss("decision")
 	return m
+}
+
+// lazyChild is one child of a CounterVec, resolved at its first use (so
+// that /metrics shows it once it has counted, as with WithLabelValues) and
+// then counted without WithLabelValues' hashing and locking: once per
+// signed object, that lookup cost more than the count.
+type lazyChild struct {
+	once sync.Once
+	c    prometheus.Counter
+}
+
+func (l *lazyChild) inc(v *prometheus.CounterVec, label string) {
+	l.once.Do(func() { l.c = v.WithLabelValues(label) })
+	l.c.Inc()
 }
 
 // hitMiss is one cache's two CacheLookups counters.
@@ -254,7 +271,14 @@ func (m *Metrics) CountAuditDecision(decision string) {
 	if m == nil {
 		return
 	}
-	m.AuditDecisions.WithLabelValues(decision).Inc()
+	switch decision {
+	case "allow":
+		m.auditAllow.inc(m.AuditDecisions, decision)
+	case "deny":
+		m.auditDeny.inc(m.AuditDecisions, decision)
+	default:
+		m.AuditDecisions.WithLabelValues(decision).Inc()
+	}
 }
 
 // SetBuildInfo publishes countersign_build_info{version, go_version} 1.

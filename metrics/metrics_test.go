@@ -71,3 +71,17 @@ countersign_scope_fallbacks_total{access="read"} 2
 	var nilM *Metrics
 	nilM.ScopeFallback("read")
 }
+
+// TestCountAuditDecision: every decision is counted under its own label,
+// the resolved ones (allow, deny) as the others.
+func TestCountAuditDecision(t *testing.T) {
+	m := New()
+	for _, d := range []string{"allow", "allow", "deny", "error", "allow"} {
+		m.CountAuditDecision(d)
+	}
+	for d, want := range map[string]float64{"allow": 3, "deny": 1, "error": 1} {
+		if got := testutil.ToFloat64(m.AuditDecisions.WithLabelValues(d)); got != want {
+			t.Errorf("%s: %v, want %v", d, got, want)
+		}
+	}
+}
