@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -80,6 +81,11 @@ type compiledTest struct {
 	rev     bool     // testCompare: c is the first operand
 	fn      *ruleSet // testCall
 	args    []inPath // testCall
+	// countInt: the operand is a count and c an integer (testEqual,
+	// testNeq, testCompare), compared as ints: the count is not boxed
+	// into a term nor c parsed at every test.
+	countInt bool
+	ci       int64
 }
 
 // inPath is an operand: a path in the input (arg -1), in a function
@@ -199,6 +205,7 @@ func compileBody(r *rule) (c *defCompiler, tests []compiledTest, n int) {
 			break
 		}
 		if !skip {
+			t.setCountInt()
 			tests = append(tests, t)
 		}
 	}
@@ -354,6 +361,25 @@ func (c *defCompiler) expr(e *expr) (t compiledTest, skip, ok bool) {
 	return t, false, true
 }
 
+// setCountInt marks a comparison of a count with an integer constant
+// (countInt). Only constants that parse as an int64 are: for them OPA's
+// number comparison is the integers' (other spellings, such as 0.0 or
+// 1e0, take the generic path).
+func (t *compiledTest) setCountInt() {
+	if !t.count || t.konst != nil || (t.kind != testEqual && t.kind != testNeq && t.kind != testCompare) {
+		return
+	}
+	n, ok := t.c.(ast.Number)
+	if !ok {
+		return
+	}
+	ci, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		return
+	}
+	t.countInt, t.ci = true, ci
+}
+
 // defCompiler: the variables of a definition bound so far (its arguments,
 // and variables bound to operands), by slot.
 type defCompiler struct {
@@ -491,11 +517,62 @@ func (m *machine) test(t *compiledTest, args []ast.Value) (bool, error) {
 	if t.kind == testCall {
 		return m.testCall(t, args)
 	}
+	if t.countInt {
+		return m.testCountInt(t, args)
+	}
 	cur, ok, err := m.operand(&t.inPath, args)
 	if err != nil || !ok {
 		return false, err
 	}
 	return m.testValue(t, cur), nil
+}
+
+// testCountInt is test for a countInt test: testValue's comparison of
+// the count's term with the constant, on ints.
+func (m *machine) testCountInt(t *compiledTest, args []ast.Value) (bool, error) {
+	p := t.inPath
+	p.count = false
+	cur, ok, err := m.operand(&p, args)
+	if err != nil || !ok {
+		return false, err
+	}
+	n, ok := countOf(cur)
+	if !ok {
+		return false, nil // count errs: the expression is undefined
+	}
+	c := 0
+	switch x := int64(n); {
+	case x < t.ci:
+		c = -1
+	case x > t.ci:
+		c = 1
+	}
+	switch t.kind {
+	case testEqual:
+		return c == 0, nil
+	case testNeq:
+		return c != 0, nil
+	}
+	if t.rev {
+		return t.cmp(-c), nil
+	}
+	return t.cmp(c), nil
+}
+
+// countOf is count(v): the length of an array, object or set, the runes
+// of a string; ok false for anything else (count errs).
+func countOf(v ast.Value) (int, bool) {
+	switch a := materialize(v).(type) {
+	case *ast.Array:
+		return a.Len(), true
+	case ast.Object:
+		return a.Len(), true
+	case ast.Set:
+		return a.Len(), true
+	case ast.String:
+		return utf8.RuneCountInString(string(a)), true
+	}
+	return 0, false
 }
 
 // operand is p's value (ok false: undefined).
@@ -542,18 +619,8 @@ func (m *machine) operand(p *inPath, args []ast.Value) (ast.Value, bool, error) 
 		}
 	}
 	if p.count {
-		n := -1
-		switch a := materialize(cur).(type) {
-		case *ast.Array:
-			n = a.Len()
-		case ast.Object:
-			n = a.Len()
-		case ast.Set:
-			n = a.Len()
-		case ast.String:
-			n = utf8.RuneCountInString(string(a))
-		}
-		if n < 0 {
+		n, ok := countOf(cur)
+		if !ok {
 			return nil, false, nil // count errs: the expression is undefined
 		}
 		return ast.InternedTerm(n).Value, true, nil

@@ -423,3 +423,59 @@ reason := concat(",", sort(permit))
 		t.Error("permit is not compiled")
 	}
 }
+
+// TestCompiledCountComparisons: a count compared with an integer constant
+// on either side, by every operator (compared as ints, countInt), with a
+// constant that is not an integer's spelling (the generic comparison),
+// and a count that errs (of a number: undefined), against OPA and the
+// interpreter.
+func TestCompiledCountComparisons(t *testing.T) {
+	src := `package countersign.authz
+
+default allow := false
+
+permit contains "gt" if { count(input.resource.key) > 8 }
+permit contains "lt-rev" if { 8 < count(input.resource.key) }
+permit contains "gte-rev" if { 9 >= count(input.resource.key) }
+permit contains "lte" if { count(input.resource.key) <= 9 }
+permit contains "eq" if { count(input.resource.key) == 9 }
+permit contains "neq" if { count(input.resource.key) != 9 }
+permit contains "eq-float" if { count(input.resource.key) == 9.0 }
+permit contains "gt-rev-false" if { 9 > count(input.resource.key) }
+permit contains "num" if { count(input.version) == 1 }
+permit contains "not-num" if { not count(input.version) == 1 }
+
+allow if { count(permit) > 0 }
+reason := concat(",", sort(permit))
+`
+	e := moduleEngine(t, map[string]string{"authz.rego": src}, genData())
+	forceBuild(e)
+	e.fast.noMemo = true
+	ctx := context.Background()
+	in := scanInputs(1)[0]
+	in.Resource.Key, in.Resource.ARN = "wh/db/t/a", "arn:aws:s3:::lake/wh/db/t/a" // 9 runes
+	for range 2 {
+		if !checkSame(t, e, in) {
+			t.Fatal("the fast path differs from OPA")
+		}
+	}
+	allow, reason, ok := e.fast.Decide(ctx, in)
+	if want := "eq,eq-float,gt,gte-rev,lt-rev,lte"; !ok || !allow || reason != want {
+		t.Errorf("allow %v reason %q (decided %v), want true %q", allow, reason, ok, want)
+	}
+	s := e.fast.scopeOf(in)
+	if s == nil || s.prog == nil || s.prog.byPath["data.countersign_residual.countersign.authz.permit"].comp == nil {
+		t.Fatal("permit is not compiled")
+	}
+	var ints int
+	for _, d := range s.prog.byPath["data.countersign_residual.countersign.authz.permit"].comp.defs {
+		for _, x := range d.tests {
+			if x.countInt {
+				ints++
+			}
+		}
+	}
+	if ints < 7 {
+		t.Errorf("%d of the integer comparisons compiled as countInt, want at least 7", ints)
+	}
+}
