@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -335,24 +336,31 @@ type work struct {
 // pass uploads what is finished, oldest first, and stops at the first
 // failure so the bucket always holds a contiguous run of the log.
 func (u *Uploader) pass(ctx context.Context, stoppable bool) error {
+	// The seals known before the listing: a segment sealed while the
+	// directory is being listed may be listed without its index (written
+	// at the seal), and uploading it then would upload it twice, the
+	// index in a second pass. It is the next pass's.
+	u.mu.Lock()
+	sealed := maps.Clone(u.sealed)
+	u.mu.Unlock()
 	segs, err := audit.ListSegments(u.fsys)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", u.dir, err)
 	}
 	anchor := newestWithRecord(u.dir, segs)
 	todo := make([]work, 0, len(segs))
-	u.mu.Lock()
 	present := make(map[uint64]bool, len(segs))
 	for i, s := range segs {
 		present[s.First] = true
 		switch {
 		case i < anchor:
 			todo = append(todo, work{seg: s, removable: true})
-		case u.sealed[s.First] && s.HasRecords && s.HasCheckpoints:
+		case sealed[s.First] && s.HasRecords && s.HasCheckpoints:
 			todo = append(todo, work{seg: s})
 		}
 	}
-	for first := range u.sealed {
+	u.mu.Lock()
+	for first := range sealed {
 		if !present[first] {
 			delete(u.sealed, first)
 		}
