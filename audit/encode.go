@@ -69,9 +69,31 @@ func appendID(dst []byte, nonce *[8]byte, seq uint64) []byte {
 // non-nil mac, the principal's token_hmac is computed from TokenSHA256;
 // with nil, TokenHMAC is written as set.
 func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
+	return appendTailFields(dst, r, node, mac, nil)
+}
+
+// tailFields are where appendTailFields wrote what the segment index
+// reads of an access record (indexFields), as offsets from the tail's
+// start: the 'k' of kind, and the bodies (quotes excluded) of the
+// principal's id, the bucket and the key. The writer indexes a record by
+// them instead of searching its line (locate).
+type tailFields struct {
+	access, principal bool
+	kind              int
+	p0, p1            int
+	b0, b1            int
+	k0, k1            int
+}
+
+// appendTailFields is appendTail, noting the index's fields in f (nil: not).
+func appendTailFields(dst []byte, r *Record, node string, mac *tokenMAC, f *tailFields) []byte {
+	start := len(dst)
 	dst = append(dst, `"node":`...)
 	dst = jsonstr.Append(dst, node)
 	dst = append(dst, `,"kind":`...)
+	if f != nil {
+		*f = tailFields{access: r.Kind == KindAccess, kind: len(dst) - start - len(`kind":`)}
+	}
 	dst = jsonstr.Append(dst, string(r.Kind))
 	if r.Kind == KindLifecycle {
 		dst = append(dst, `,"event":`...)
@@ -88,7 +110,13 @@ func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 		dst = append(dst, `,"principal":{"issuer":`...)
 		dst = jsonstr.Append(dst, p.Issuer)
 		dst = append(dst, `,"id":`...)
+		if f != nil {
+			f.principal, f.p0 = true, len(dst)-start+1
+		}
 		dst = jsonstr.Append(dst, p.ID)
+		if f != nil {
+			f.p1 = len(dst) - start - 1
+		}
 		dst = append(dst, `,"groups":`...)
 		dst = appendStrings(dst, p.Groups)
 		dst = append(dst, `,"jti":`...)
@@ -109,9 +137,21 @@ func appendTail(dst []byte, r *Record, node string, mac *tokenMAC) []byte {
 	dst = append(dst, `,"access":`...)
 	dst = jsonstr.Append(dst, r.Access)
 	dst = append(dst, `,"bucket":`...)
+	if f != nil {
+		f.b0 = len(dst) - start + 1
+	}
 	dst = jsonstr.Append(dst, r.Bucket)
+	if f != nil {
+		f.b1 = len(dst) - start - 1
+	}
 	dst = append(dst, `,"key":`...)
+	if f != nil {
+		f.k0 = len(dst) - start + 1
+	}
 	dst = jsonstr.Append(dst, r.Key)
+	if f != nil {
+		f.k1 = len(dst) - start - 1
+	}
 	if r.VersionID != "" {
 		dst = append(dst, `,"version_id":`...)
 		dst = jsonstr.Append(dst, r.VersionID)

@@ -97,6 +97,12 @@ func newIndexBuilder(first uint64) *indexBuilder {
 // segment. Lifecycle records and fields a line lacks add nothing but the
 // record's place and time.
 func (b *indexBuilder) add(line []byte, off int64, seq uint64, unixNano int64) {
+	p, bk, k, ok := indexFields(line)
+	b.addFields(line, off, seq, unixNano, p, bk, k, ok)
+}
+
+// addFields is add with the line's fields found already (indexFields' results).
+func (b *indexBuilder) addFields(line []byte, off int64, seq uint64, unixNano int64, p, bk, k []byte, ok bool) {
 	c := &b.cur
 	if c.records == 0 {
 		*c = indexBlock{first: seq, offset: off, minTime: unixNano, principals: c.principals[:0], buckets: c.buckets[:0]}
@@ -104,7 +110,7 @@ func (b *indexBuilder) add(line []byte, off int64, seq uint64, unixNano int64) {
 	c.records++
 	c.length = off + int64(len(line)) + 1 - c.offset
 	c.maxTime = unixNano
-	if p, bk, k, ok := indexFields(line); ok {
+	if ok {
 		if p != nil {
 			c.principals, c.manyPrincipals = addToSet(c.principals, c.manyPrincipals, p)
 		}
@@ -231,6 +237,24 @@ func indexFields(line []byte) (p, bucket, key []byte, ok bool) {
 		return nil, nil, nil, false
 	}
 	return p, bucket, r[:e], true
+}
+
+// locate is indexFields(line) for a line the writer built from a head of
+// headLen bytes and a tail encoded with f: the same fields, found from
+// the encoder's offsets instead of by searching. indexFields searches for
+// the kind only in the line's first 240 bytes, so a record whose kind
+// ends beyond them (a long node name) is not indexed here either; its
+// other searches always succeed on the encoder's layout (a quote inside
+// a value is escaped, so no value holds a field name).
+func (f *tailFields) locate(line []byte, headLen int) (p, bucket, key []byte, ok bool) {
+	if !f.access || headLen+f.kind+len(`kind":"access","source_ip":"`) > min(len(line), 240) {
+		return nil, nil, nil, false
+	}
+	t := line[headLen:]
+	if f.principal {
+		p = t[f.p0:f.p1]
+	}
+	return p, t[f.b0:f.b1], t[f.k0:f.k1], true
 }
 
 // stringEnd returns the index of the quote that ends a JSON string body:

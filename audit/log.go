@@ -78,13 +78,16 @@ type Stats struct {
 
 // request is one Append call's records on their way to the writer.
 type request struct {
-	buf   []byte // the records' tails, back to back
-	ends  []int  // end offset in buf of each record's tail
-	first uint64 // seq of the first record, set by the writer
-	time  time.Time
-	nonce [8]byte
-	err   error
-	done  chan struct{} // capacity 1; nil for the writer's own records
+	buf  []byte // the records' tails, back to back
+	ends []int  // end offset in buf of each record's tail
+	// fields: where each tail holds what the index reads (nil for the
+	// writer's own records: their lines are searched)
+	fields []tailFields
+	first  uint64 // seq of the first record, set by the writer
+	time   time.Time
+	nonce  [8]byte
+	err    error
+	done   chan struct{} // capacity 1; nil for the writer's own records
 }
 
 // maxPooledRequest keeps one huge Append (a 1000-key DeleteObjects) from
@@ -210,12 +213,14 @@ func (l *Log) Append(ctx context.Context, recs ...*Record) error {
 			return err
 		}
 		start := len(req.buf)
-		req.buf = appendTail(req.buf, r, l.node, l.mac)
+		var f tailFields
+		req.buf = appendTailFields(req.buf, r, l.node, l.mac, &f)
 		if len(req.buf)-start > MaxRecordBytes-200 { // the head adds < 200 bytes
 			l.putRequest(req)
 			return fmt.Errorf("%w: record longer than %d bytes", ErrInvalidRecord, MaxRecordBytes)
 		}
 		req.ends = append(req.ends, len(req.buf))
+		req.fields = append(req.fields, f)
 	}
 	if err := l.enqueue(ctx, req); err != nil {
 		l.putRequest(req)
@@ -295,7 +300,7 @@ func (l *Log) putRequest(r *request) {
 	if cap(r.buf) > maxPooledRequest {
 		return
 	}
-	r.buf, r.ends, r.err = r.buf[:0], r.ends[:0], nil
+	r.buf, r.ends, r.fields, r.err = r.buf[:0], r.ends[:0], r.fields[:0], nil
 	l.reqs.Put(r)
 }
 

@@ -224,13 +224,20 @@ func (l *Log) commit(batch []*request) error {
 	for _, req := range batch {
 		req.first, req.time, req.nonce = seq, now, seg.nonce
 		start := 0
-		for _, end := range req.ends {
+		for i, end := range req.ends {
 			lineStart := len(buf)
 			buf = appendHead(buf, seq, &seg.nonce, w.ts)
+			headLen := len(buf) - lineStart
 			buf = append(buf, req.buf[start:end]...)
-			w.tree.append(l.leafHash(buf[lineStart:]))
-			if seg.ix != nil {
-				seg.ix.add(buf[lineStart:], seg.size+int64(lineStart), seq, nowNano)
+			line := buf[lineStart:]
+			w.tree.append(l.leafHash(line))
+			if ix := seg.ix; ix != nil {
+				if i < len(req.fields) {
+					p, bk, k, ok := req.fields[i].locate(line, headLen)
+					ix.addFields(line, seg.size+int64(lineStart), seq, nowNano, p, bk, k, ok)
+				} else {
+					ix.add(line, seg.size+int64(lineStart), seq, nowNano)
+				}
 			}
 			buf = append(buf, '\n')
 			seq++
