@@ -589,27 +589,7 @@ func typeName(v *fastjson.Value) string {
 
 // hasControl reports whether b holds an ASCII control character (C0 or
 // DEL); allowTab exempts HTAB, which RFC 9110 permits in field values.
-func hasControl(b []byte, allowTab bool) bool {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		if x := swar.Load64(b, i); swar.Less(x, 0x20)|swar.Equal(x, 0x7f) != 0 && hasControlSlow(b[i:i+8], allowTab) {
-			return true
-		}
-	}
-	return hasControlSlow(b[i:], allowTab)
-}
-
-func hasControlSlow(b []byte, allowTab bool) bool {
-	for _, c := range b {
-		if c < 0x20 || c == 0x7f {
-			if c == '\t' && allowTab {
-				continue
-			}
-			return true
-		}
-	}
-	return false
-}
+func hasControl(b []byte, allowTab bool) bool { return swar.HasControl(b, allowTab) }
 
 // tchar marks the RFC 9110 token characters, the only bytes allowed in a
 // header name.

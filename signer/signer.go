@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/countersign/countersign/internal/swar"
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/s3req"
 )
@@ -682,10 +683,8 @@ func validateHeader(h *remotesign.Header) error {
 		return fmt.Errorf("%w: invalid header name %q", ErrBadRequest, clip(h.Name))
 	}
 	for _, v := range h.Values {
-		for i := 0; i < len(v); i++ {
-			if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-				return fmt.Errorf("%w: header %q has a control character in its value", ErrBadRequest, h.Name)
-			}
+		if swar.HasControl(v, true) {
+			return fmt.Errorf("%w: header %q has a control character in its value", ErrBadRequest, h.Name)
 		}
 	}
 	return nil

@@ -30,3 +30,28 @@ func Load64[T string | []byte](s T, i int) uint64 {
 	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
+
+// HasControl reports whether s has a control character: a byte below 0x20
+// (but a tab when allowTab) or DEL. It tests a word at a time, and the
+// bytes one by one only in a word that has one of them.
+func HasControl[T string | []byte](s T, allowTab bool) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if x := Load64(s, i); Less(x, 0x20)|Equal(x, 0x7f) != 0 && hasControlSlow(s[i:i+8], allowTab) {
+			return true
+		}
+	}
+	return hasControlSlow(s[i:], allowTab)
+}
+
+func hasControlSlow[T string | []byte](s T, allowTab bool) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			if c == '\t' && allowTab {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}

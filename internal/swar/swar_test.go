@@ -39,3 +39,36 @@ func TestSWAR(t *testing.T) {
 		}
 	}
 }
+
+// HasControl agrees with a byte-by-byte reading for every byte value at
+// every position of strings up to 24 bytes, with and without a tab allowed.
+func TestHasControl(t *testing.T) {
+	slow := func(s []byte, allowTab bool) bool {
+		for _, c := range s {
+			if (c < 0x20 && !(allowTab && c == '\t')) || c == 0x7f {
+				return true
+			}
+		}
+		return false
+	}
+	for n := 0; n <= 24; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := make([]byte, n)
+				for i := range b {
+					b[i] = 'a' + byte(i%26)
+				}
+				b[pos] = byte(c)
+				for _, tab := range []bool{false, true} {
+					want := slow(b, tab)
+					if got := HasControl(b, tab); got != want {
+						t.Fatalf("HasControl(%q, %v) = %v, want %v", b, tab, got, want)
+					}
+					if got := HasControl(string(b), tab); got != want {
+						t.Fatalf("HasControl(string %q, %v) = %v, want %v", b, tab, got, want)
+					}
+				}
+			}
+		}
+	}
+}
