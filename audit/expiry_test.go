@@ -3,10 +3,6 @@ package audit
 import (
 	"context"
 	"errors"
-	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -22,32 +18,15 @@ func TestAppendExpiresWhileTheDiskHangs(t *testing.T) {
 	k := newTestKeys(t)
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	block := make(chan struct{})
-	inSync := make(chan struct{}, 1)
-	var blocking atomic.Bool
+	gate := newSyncGate()
 	opts := k.options()
-	opts.OpenFile = func(name string, flag int, perm os.FileMode) (File, error) {
-		f, err := openOSFile(name, flag, perm)
-		if err != nil || !strings.HasSuffix(name, ".jsonl") {
-			return f, err
-		}
-		return &hookFile{File: f, beforeSync: func() {
-			if blocking.Load() {
-				select {
-				case inSync <- struct{}{}:
-				default:
-				}
-				<-block
-			}
-		}}, nil
-	}
+	opts.OpenFile = gate.open
 	l := openLog(t, cfg, opts)
 	defer l.Close()
 	// Runs before Close, also when the test fails: Close waits for the
 	// writer, which waits for the disk.
-	unblock := sync.OnceFunc(func() { blocking.Store(false); close(block) })
-	defer unblock()
-	blocking.Store(true)
+	defer gate.release()
+	gate.blocking.Store(true)
 
 	shared, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -56,7 +35,7 @@ func TestAppendExpiresWhileTheDiskHangs(t *testing.T) {
 	errs := make(chan error, 8)
 	forever := make(chan error, 1)
 	go func() { errs <- l.Append(shared, accessRecord(0)) }()
-	<-inSync // the writer holds that batch, blocked in fdatasync
+	<-gate.inSync // the writer holds that batch, blocked in fdatasync
 	for i := 1; i < 4; i++ {
 		go func() { errs <- l.Append(shared, accessRecord(i)) }()
 	}
@@ -87,7 +66,7 @@ func TestAppendExpiresWhileTheDiskHangs(t *testing.T) {
 		t.Fatalf("Append with an expired context: %v, want its error", err)
 	}
 
-	unblock()
+	gate.release()
 	if err := <-forever; err != nil {
 		t.Fatalf("Append without a deadline after the disk returned: %v", err)
 	}

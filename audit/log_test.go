@@ -331,30 +331,14 @@ func TestQueueFullWaitsForContext(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	cfg.QueueMax = 2
-	block := make(chan struct{})
-	inSync := make(chan struct{}, 1)
-	var blocking atomic.Bool
+	gate := newSyncGate()
 	opts := k.options()
-	opts.OpenFile = func(name string, flag int, perm os.FileMode) (File, error) {
-		f, err := openOSFile(name, flag, perm)
-		if err != nil || !strings.HasSuffix(name, ".jsonl") {
-			return f, err
-		}
-		return &hookFile{File: f, beforeSync: func() {
-			if blocking.Load() {
-				select {
-				case inSync <- struct{}{}:
-				default:
-				}
-				<-block
-			}
-		}}, nil
-	}
+	opts.OpenFile = gate.open
 	l := openLog(t, cfg, opts)
-	blocking.Store(true)
+	gate.blocking.Store(true)
 	errs := make(chan error, 4)
 	go func() { errs <- l.Append(context.Background(), accessRecord(0)) }()
-	<-inSync // the writer holds that batch, blocked in fdatasync
+	<-gate.inSync // the writer holds that batch, blocked in fdatasync
 	for i := 1; i < 3; i++ {
 		go func() { errs <- l.Append(context.Background(), accessRecord(i)) }()
 	}
@@ -364,8 +348,7 @@ func TestQueueFullWaitsForContext(t *testing.T) {
 	if err := l.Append(ctx, accessRecord(9)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append into a full queue: %v, want the context's error", err)
 	}
-	blocking.Store(false)
-	close(block)
+	gate.release()
 	for range 3 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
@@ -373,6 +356,39 @@ func TestQueueFullWaitsForContext(t *testing.T) {
 	}
 	l.Close()
 	verifyDir(t, dir, k)
+}
+
+// syncGate holds the segment files' fdatasync while blocking is set: a
+// hung disk. inSync says a sync is held; release lets it, and every later
+// one, through (once; safe to call again, as from a deferred call).
+type syncGate struct {
+	blocking atomic.Bool
+	block    chan struct{}
+	inSync   chan struct{}
+	release  func()
+}
+
+func newSyncGate() *syncGate {
+	g := &syncGate{block: make(chan struct{}), inSync: make(chan struct{}, 1)}
+	g.release = sync.OnceFunc(func() { g.blocking.Store(false); close(g.block) })
+	return g
+}
+
+// open is an Options.OpenFile whose segment files sync through the gate.
+func (g *syncGate) open(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := openOSFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".jsonl") {
+		return f, err
+	}
+	return &hookFile{File: f, beforeSync: func() {
+		if g.blocking.Load() {
+			select {
+			case g.inSync <- struct{}{}:
+			default:
+			}
+			<-g.block
+		}
+	}}, nil
 }
 
 // hookFile runs a hook before Sync.
