@@ -401,10 +401,26 @@ permit contains "p" if { object.get(input.resource, "prefix", 0) == null }
 allow if { count(permit) == 4 }
 reason := concat(",", sort(permit))
 `
+	allow, reason, ok, permit := decideKeyA(t, src)
+	// n: the compiler takes object.get out of the negation, and its error
+	// fails the body
+	if !ok || !allow || reason != "d,k,p,r" {
+		t.Errorf("allow %v reason %q (decided %v), want true \"d,k,p,r\"", allow, reason, ok)
+	}
+	if permit == nil {
+		t.Error("permit is not compiled")
+	}
+}
+
+// decideKeyA is the fast path's decision under policy src for a scan
+// read of key wh/db/t/a, after checking it against OPA twice (the
+// residual built, then used), and the residual's permit set compiled, or
+// nil.
+func decideKeyA(t *testing.T, src string) (allow bool, reason string, ok bool, permit *compiledSet) {
+	t.Helper()
 	e := moduleEngine(t, map[string]string{"authz.rego": src}, genData())
 	forceBuild(e)
 	e.fast.noMemo = true
-	ctx := context.Background()
 	in := scanInputs(1)[0]
 	in.Resource.Key, in.Resource.ARN = "wh/db/t/a", "arn:aws:s3:::lake/wh/db/t/a"
 	for range 2 {
@@ -412,16 +428,11 @@ reason := concat(",", sort(permit))
 			t.Fatal("the fast path differs from OPA")
 		}
 	}
-	allow, reason, ok := e.fast.Decide(ctx, in)
-	// n: the compiler takes object.get out of the negation, and its error
-	// fails the body
-	if !ok || !allow || reason != "d,k,p,r" {
-		t.Errorf("allow %v reason %q (decided %v), want true \"d,k,p,r\"", allow, reason, ok)
+	allow, reason, ok = e.fast.Decide(context.Background(), in)
+	if s := e.fast.scopeOf(in); s != nil && s.prog != nil {
+		permit = s.prog.byPath["data.countersign_residual.countersign.authz.permit"].comp
 	}
-	s := e.fast.scopeOf(in)
-	if s == nil || s.prog == nil || s.prog.byPath["data.countersign_residual.countersign.authz.permit"].comp == nil {
-		t.Error("permit is not compiled")
-	}
+	return allow, reason, ok, permit
 }
 
 // TestCompiledCountComparisons: a count compared with an integer constant
@@ -448,27 +459,15 @@ permit contains "not-num" if { not count(input.version) == 1 }
 allow if { count(permit) > 0 }
 reason := concat(",", sort(permit))
 `
-	e := moduleEngine(t, map[string]string{"authz.rego": src}, genData())
-	forceBuild(e)
-	e.fast.noMemo = true
-	ctx := context.Background()
-	in := scanInputs(1)[0]
-	in.Resource.Key, in.Resource.ARN = "wh/db/t/a", "arn:aws:s3:::lake/wh/db/t/a" // 9 runes
-	for range 2 {
-		if !checkSame(t, e, in) {
-			t.Fatal("the fast path differs from OPA")
-		}
-	}
-	allow, reason, ok := e.fast.Decide(ctx, in)
+	allow, reason, ok, permit := decideKeyA(t, src) // the key has 9 runes
 	if want := "eq,eq-float,gt,gte-rev,lt-rev,lte"; !ok || !allow || reason != want {
 		t.Errorf("allow %v reason %q (decided %v), want true %q", allow, reason, ok, want)
 	}
-	s := e.fast.scopeOf(in)
-	if s == nil || s.prog == nil || s.prog.byPath["data.countersign_residual.countersign.authz.permit"].comp == nil {
+	if permit == nil {
 		t.Fatal("permit is not compiled")
 	}
 	var ints int
-	for _, d := range s.prog.byPath["data.countersign_residual.countersign.authz.permit"].comp.defs {
+	for _, d := range permit.defs {
 		for _, x := range d.tests {
 			if x.countInt {
 				ints++
