@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/countersign/countersign/remotesign"
 )
 
-// TestSignedParts checks what sign assembles in its two allocations
+// TestSignedParts checks what sign assembles in its one allocation
 // (signedBox) against the Authorization header it returns, on random
 // requests and on requests whose headers overflow the box's arrays: the
 // client's headers echoed in order, then the added ones; SignedHeaders the
@@ -22,7 +23,10 @@ import (
 // between calls.
 func TestSignedParts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	overflowHeaders, overflowNames := 0, 0
+	overflowHeaders, overflowNames, overflowText := 0, 0, 0
+	var prev *Signed // the last call's result, and copies of its strings
+	var prevAuth, prevScope, prevDigests string
+	var prevAuthValues []string // the last result's Authorization values, in its storage
 	for i := 0; i < 3000; i++ {
 		r, token, at := randomRequest(rng)
 		if i%3 == 0 { // more client headers than the box holds, most of them signed
@@ -43,6 +47,10 @@ func TestSignedParts(t *testing.T) {
 		if len(signed.SignedHeaders) > 8 {
 			overflowNames++
 		}
+		if prev != nil && (prevAuthValues[0] != prevAuth ||
+			prev.CredentialScope != prevScope || prev.CanonicalRequestSHA256+prev.SignatureSHA256 != prevDigests) {
+			t.Fatalf("request %d: the previous result's strings changed: storage shared between calls", i)
+		}
 		if len(signed.Headers) < len(client) || !slices.EqualFunc(signed.Headers[:len(client)], client, func(a, b remotesign.Header) bool {
 			return a.Name == b.Name && slices.Equal(a.Values, b.Values)
 		}) {
@@ -53,6 +61,12 @@ func TestSignedParts(t *testing.T) {
 			t.Fatalf("request %d: first added header %v, want Authorization", i, added)
 		}
 		auth := added[0].Values[0]
+		if len(signed.AmzDate)+len(auth)+4*32 > len(signedBox{}.text) {
+			overflowText++
+		}
+		prev, prevAuthValues = signed, added[0].Values
+		prevAuth, prevScope = strings.Clone(auth), strings.Clone(signed.CredentialScope)
+		prevDigests = strings.Clone(signed.CanonicalRequestSHA256 + signed.SignatureSHA256)
 		wantAdded := []string{hdrAuthorization}
 		if _, ok := r.Headers.Get("x-amz-date"); !ok {
 			wantAdded = append(wantAdded, hdrAmzDate)
@@ -86,7 +100,18 @@ func TestSignedParts(t *testing.T) {
 			t.Fatalf("request %d: digests %q %q for signature %q", i, signed.CanonicalRequestSHA256, signed.SignatureSHA256, sig)
 		}
 	}
-	if overflowHeaders < 100 || overflowNames < 100 {
-		t.Fatalf("only %d requests overflowed the box's headers and %d its names: the test misses the fallback", overflowHeaders, overflowNames)
+	if overflowHeaders < 100 || overflowNames < 100 || overflowText < 100 || overflowText > 2900 {
+		t.Fatalf("%d requests overflowed the box's headers, %d its names and %d its text: the test misses the fallback or the box", overflowHeaders, overflowNames, overflowText)
+	}
+}
+
+// TestSignedBoxSize keeps the box in the size class its text was sized to
+// fill: 1,280 bytes with the 8-byte header the runtime puts before an
+// object with pointers larger than 512 bytes. A field added to Signed or
+// the box moves it to the next class (1,408 bytes) on every signature, so
+// the text should shrink with it.
+func TestSignedBoxSize(t *testing.T) {
+	if n := unsafe.Sizeof(signedBox{}); n+8 > 1280 {
+		t.Errorf("signedBox is %d bytes, past the 1,280-byte size class with its malloc header: shrink its text", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -381,31 +382,36 @@ func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host s
 	// then the audit's digests: of the canonical request, and of the hex
 	// signature (never the signature itself).
 	const credPrefix, shPrefix, sigPrefix = algorithm + " Credential=", ", SignedHeaders=", ", Signature="
-	var ab strings.Builder
-	ab.Grow(len(amzDate) + len(credPrefix) + len(creds.AccessKeyID) + 1 + len(scope) + len(shPrefix) + len(signedHeaders) + len(sigPrefix) + len(sig) + 4*sha256.Size)
-	ab.Write(amzDate)
-	authAt := ab.Len()
-	ab.WriteString(credPrefix)
-	ab.WriteString(creds.AccessKeyID)
-	ab.WriteByte('/')
-	scopeAt := ab.Len()
-	ab.Write(scope)
-	ab.WriteString(shPrefix)
-	shAt := ab.Len()
-	ab.Write(signedHeaders)
-	ab.WriteString(sigPrefix)
-	ab.Write(sig)
-	authEnd := ab.Len()
-	ab.Write(crHash)
+	box := &signedBox{}
+	n := len(amzDate) + len(credPrefix) + len(creds.AccessKeyID) + 1 + len(scope) + len(shPrefix) + len(signedHeaders) + len(sigPrefix) + len(sig) + 4*sha256.Size
+	var ab []byte
+	if n <= len(box.text) {
+		ab = box.text[:0:n]
+	} else {
+		ab = make([]byte, 0, n)
+	}
+	ab = append(ab, amzDate...)
+	authAt := len(ab)
+	ab = append(ab, credPrefix...)
+	ab = append(ab, creds.AccessKeyID...)
+	ab = append(ab, '/')
+	scopeAt := len(ab)
+	ab = append(ab, scope...)
+	ab = append(ab, shPrefix...)
+	shAt := len(ab)
+	ab = append(ab, signedHeaders...)
+	ab = append(ab, sigPrefix...)
+	ab = append(ab, sig...)
+	authEnd := len(ab)
+	ab = append(ab, crHash...)
 	sum := sha256.Sum256(sig)
-	var sumHex [2 * sha256.Size]byte
-	hex.Encode(sumHex[:], sum[:])
-	ab.Write(sumHex[:])
-	all := ab.String()
+	ab = hex.AppendEncode(ab, sum[:])
+	// ab is never written again, so its bytes can be the result's one
+	// string without a copy: in the box when it fits.
+	all := unsafe.String(unsafe.SliceData(ab), len(ab))
 	auth := all[authAt:authEnd]
 	digests := all[authEnd:]
 
-	box := &signedBox{}
 	out := &box.Signed
 	*out = Signed{
 		AccessKeyID:            creds.AccessKeyID,
@@ -453,10 +459,11 @@ func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host s
 	return out, nil
 }
 
-// signedBox is a Signed with the storage its slices usually need, so that
-// a signature is one allocation of it (and one of its string).
+// signedBox is a Signed with the storage its slices and strings usually
+// need, so that a signature is one allocation.
 type signedBox struct {
 	Signed
+	text    [520]byte             // the strings: date, Authorization, digests (with the 8-byte malloc header, the box fills the 1,280-byte size class)
 	vals    [4]string             // the added headers' values
 	names   [8]string             // SignedHeaders
 	headers [10]remotesign.Header // Headers: the client's and the added
