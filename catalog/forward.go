@@ -57,6 +57,16 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 			"catalog request body is larger than the configured limit of "+strconv.Itoa(f.cfg.MaxRequestBytes)+" bytes (catalog.max_request_bytes)", 0)
 		return
 	}
+	if rt.kind == kindTable && rt.table == "" {
+		// createTable, registerTable: the table's name is in the body. The
+		// catalog may read another "name" than encoding/json would, and
+		// countersign would learn one table's location under the name of
+		// another; refused before the catalog acts on it.
+		if err := checkStrict(body); err != nil {
+			writeError(ctx, http.StatusBadRequest, "BadRequestException", "the table request's body "+err.Error(), 0)
+			return
+		}
+	}
 	reqCtx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 	req, err := http.NewRequestWithContext(reqCtx, method, f.target(path, ctx.URI().QueryString()), bytes.NewReader(body))
 	if err != nil {
@@ -140,7 +150,7 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt route, data []byte) ([]byte,
 			var b struct {
 				Name string `json:"name"`
 			}
-			if json.Unmarshal(ctx.PostBody(), &b) != nil || b.Name == "" {
+			if json.Unmarshal(ctx.PostBody(), &b) != nil || b.Name == "" { // strict: Serve checked it
 				return nil, errors.New("the table request names no table")
 			}
 			table = rt.namespace + "/tables/" + url.PathEscape(b.Name)

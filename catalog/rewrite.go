@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/countersign/countersign/internal/strictjson"
 )
 
 // The properties the front writes into a table's config so that every
@@ -158,12 +160,35 @@ func stripCredentials(m map[string]json.RawMessage) bool {
 	return len(m) != n
 }
 
+// decodeObject reads an answer of the catalog. The answer must be strict
+// JSON (strictjson: valid UTF-8, no duplicate member names at any depth):
+// encoding/json keeps the last of two "config" members and other parsers
+// the first, so an answer the front found clean could carry credentials to
+// a client that reads it the other way, and the location countersign
+// learns could differ from the one the engine uses.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	if err := checkStrict(body); err != nil {
+		return nil, fmt.Errorf("the catalog's answer %w", err)
+	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
 		return nil, errNotJSONObject
 	}
 	return doc, nil
+}
+
+// checkStrict is nil when data is one strict JSON value; otherwise its
+// error completes a sentence whose subject is the document ("... has two
+// members named \"config\" (byte 41)").
+func checkStrict(data []byte) error {
+	e := strictjson.Check(data, strictjson.Options{ValidUTF8: true, UniqueNames: true, MaxDepth: strictjson.MaxDepthLimit})
+	switch {
+	case e == nil:
+		return nil
+	case e.Kind == strictjson.DuplicateName:
+		return fmt.Errorf("has two members named %q (byte %d); countersign refuses ambiguous JSON", truncate(e.Name), e.Offset)
+	}
+	return fmt.Errorf("is not strict JSON: %s", e.Error())
 }
 
 // decodeConfig reads a string map member; absent or null is empty.
