@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/countersign/countersign/internal/policyinput"
+	"github.com/countersign/countersign/internal/strictjson"
 	"github.com/countersign/countersign/remotesign"
 	"github.com/countersign/countersign/vend"
 )
@@ -184,14 +185,31 @@ func (h *Handler) refuseVend(ctx *fasthttp.RequestCtx, vr vendRoute, req *vend.R
 }
 
 // decodeUnityRequest reads GenerateTemporaryPathCredential: url and
-// operation (PATH_READ, PATH_READ_WRITE, PATH_CREATE_TABLE).
+// operation (PATH_READ, PATH_READ_WRITE, PATH_CREATE_TABLE). The body
+// must be strict JSON (no two members of one name) and the names are
+// matched exactly: encoding/json would also take "URL" for "url", and the
+// last of two, so one body could name two locations.
 func decodeUnityRequest(body []byte, req *vend.Request) error {
-	var in struct {
-		URL       *string `json:"url"`
-		Operation *string `json:"operation"`
+	v, e := strictjson.Decode(body, strictjson.Options{ValidUTF8: true, UniqueNames: true})
+	if e != nil {
+		if e.Kind == strictjson.DuplicateName {
+			return errors.New("the body has two members named " + strconv.Quote(truncate(e.Name)) + "; each may appear once")
+		}
+		return errors.New("the body is not a GenerateTemporaryPathCredential JSON object: " + e.Error())
 	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return errors.New("the body is not a GenerateTemporaryPathCredential JSON object: " + err.Error())
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("the body is not a GenerateTemporaryPathCredential JSON object")
+	}
+	var in struct{ URL, Operation *string }
+	for name, dst := range map[string]**string{"url": &in.URL, "operation": &in.Operation} {
+		switch x := obj[name].(type) {
+		case nil:
+		case string:
+			*dst = &x
+		default:
+			return errors.New(strconv.Quote(name) + " must be a string")
+		}
 	}
 	if in.URL == nil || *in.URL == "" {
 		return errors.New(`"url" is required: the s3:// location to vend credentials for`)

@@ -62,7 +62,13 @@ func TestDecodeUnityRequest(t *testing.T) {
 		`{"operation":"PATH_READ"}`:                        `"url" is required`,
 		`{"url":"","operation":"PATH_READ"}`:               `"url" is required`,
 		`[1]`:                                              "not a GenerateTemporaryPathCredential",
-		``:                                                 "not a GenerateTemporaryPathCredential",
+		`{"url":"s3://lake/wh/a/","operation":"PATH_READ","url":"s3://lake/wh/b/"}`: `two members named "url"`,
+		`{"URL":"s3://lake/wh/","operation":"PATH_READ"}`:                           `"url" is required`,
+		`{"url":"s3://lake/wh/","Operation":"PATH_READ"}`:                           `"operation" ""`,
+		`{"url":["s3://lake/wh/"],"operation":"PATH_READ"}`:                         `"url" must be a string`,
+		`{"url":"s3://lake/wh/","operation":"PATH_READ"} x`:                         "not a GenerateTemporaryPathCredential",
+		"{\"url\":\"s3://lake/\xff\",\"operation\":\"PATH_READ\"}":                  "not a GenerateTemporaryPathCredential",
+		``: "not a GenerateTemporaryPathCredential",
 	} {
 		var r vend.Request
 		if err := decodeUnityRequest([]byte(body), &r); err == nil || !strings.Contains(err.Error(), want) {
