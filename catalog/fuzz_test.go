@@ -1,0 +1,130 @@
+package catalog
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/internal/strictjson"
+)
+
+// FuzzAnswer holds the front's two readers of catalog answers to what the
+// engine may see: whatever the catalog sends, an answer the front passes
+// on is strict JSON and carries no credential key in the members the
+// front cleans, a table answer turns signing on with countersign's values,
+// and the location the front learns is the one in the answer it passes on.
+func FuzzAnswer(f *testing.F) {
+	f.Add([]byte(upstreamTable))
+	for _, a := range ambiguousAnswers {
+		f.Add([]byte(a.body))
+	}
+	f.Add([]byte(`{"defaults":{"s3.secret-access-key":"x","warehouse":"w"},"overrides":{"prefix":"p"}}`))
+	f.Add([]byte(`{"metadata":{"location":"s3://lake/t"},"config":null,"storage-credentials":null}`))
+	f.Add([]byte(`{"metadata":{"location":"s3://lake/t"},"config":{"S3.Secret-Access-Key":"x","client.region":"r"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, _, changed, err := inspect(body)
+		if err == nil {
+			doc := strictDoc(t, out)
+			if !changed && string(out) != string(body) {
+				t.Fatalf("unchanged answer rewritten: %s", out)
+			}
+			if _, ok := doc[fieldStorageCredentials]; ok {
+				t.Fatalf("storage-credentials passed on: %s", out)
+			}
+			for _, name := range []string{fieldConfig, "defaults", "overrides"} {
+				for k := range configOf(t, doc, name) {
+					if credentialKey(strings.ToLower(k)) {
+						t.Fatalf("%s.%s passed on: %s", name, k, out)
+					}
+				}
+			}
+		}
+		const uri, endpoint = "https://cs.example", "v1/namespaces/db/tables/t/sign"
+		out, loc, err := rewriteTable(body, signing{signerURI: uri, endpoint: endpoint})
+		if err != nil {
+			return
+		}
+		doc := strictDoc(t, out)
+		if _, ok := doc[fieldStorageCredentials]; ok {
+			t.Fatalf("storage-credentials passed on: %s", out)
+		}
+		if string(doc[fieldRemoteSigningConfig]) != `{}` {
+			t.Fatalf("remote-signing-config %s", doc[fieldRemoteSigningConfig])
+		}
+		ours := map[string]string{propRemoteSigningEnabled: "true", propS3SignerURI: uri, propS3SignerEndpoint: endpoint}
+		cfg := configOf(t, doc, fieldConfig)
+		for k, raw := range cfg {
+			if !credentialKey(strings.ToLower(k)) {
+				continue
+			}
+			var v string
+			if want, ok := ours[k]; !ok || json.Unmarshal(raw, &v) != nil || v != want {
+				t.Fatalf("config %s = %s passed on: %s", k, raw, out)
+			}
+		}
+		for k := range ours {
+			if _, ok := cfg[k]; !ok {
+				t.Fatalf("config lacks %s: %s", k, out)
+			}
+		}
+		if got := tableLocation(doc); got != loc {
+			t.Fatalf("learned %q, passed on %q", loc, got)
+		}
+	})
+}
+
+// strictDoc decodes an answer the front passes on, which must be a strict
+// JSON object.
+func strictDoc(t *testing.T, b []byte) map[string]json.RawMessage {
+	t.Helper()
+	if err := checkStrict(b); err != nil {
+		t.Fatalf("answer passed on %v: %s", err, b)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil || doc == nil {
+		t.Fatalf("answer passed on is not an object: %v %s", err, b)
+	}
+	return doc
+}
+
+// configOf is the string map member name of doc ("" members are empty).
+func configOf(t *testing.T, doc map[string]json.RawMessage, name string) map[string]json.RawMessage {
+	t.Helper()
+	raw, ok := doc[name]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	v, e := strictjson.Decode(raw, strictjson.Options{})
+	if e != nil {
+		t.Fatalf("%s: %v", name, e)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		t.Fatalf("%s passed on as %s", name, raw)
+	}
+	var m map[string]json.RawMessage
+	json.Unmarshal(raw, &m)
+	return m
+}
+
+// FuzzClassify: every path has a route; a route's namespace and table are
+// prefixes of the path it came from (the front learns and looks up
+// locations by them), and the credentials route is never forwarded.
+func FuzzClassify(f *testing.F) {
+	for _, p := range []string{"/v1/config", "/v1/namespaces/db/tables/t", "/v1/prod/namespaces/a%1Fb/tables/t/credentials",
+		"/v1/namespaces//tables/t", "/v1/namespaces/db/register", "/v1/tables/rename", "/v2/x", "/v1/namespaces/db/tables/t/metrics"} {
+		f.Add("GET", p)
+		f.Add("POST", p)
+	}
+	f.Fuzz(func(t *testing.T, method, p string) {
+		r := classify(method, p)
+		if r.namespace != "" && !strings.HasPrefix(p, r.namespace) {
+			t.Fatalf("namespace %q not a prefix of %q", r.namespace, p)
+		}
+		if r.table != "" && (!strings.HasPrefix(p, r.table) || !strings.HasPrefix(r.table, r.namespace+"/tables/")) {
+			t.Fatalf("table %q of %q (namespace %q)", r.table, p, r.namespace)
+		}
+		if strings.HasSuffix(p, "/credentials") && strings.Contains(p, "/tables/") && r.kind != kindCredentials && r.kind != kindInspect {
+			t.Fatalf("%s %s: kind %d", method, p, r.kind)
+		}
+	})
+}
