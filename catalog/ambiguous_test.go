@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/auth"
 )
 
 // Answers that two JSON parsers read differently: encoding/json keeps the
@@ -84,5 +86,43 @@ func TestCreateTableWithTwoNamesRefused(t *testing.T) {
 	}
 	if s := <-got; s.body != `{"name":"b","schema":{}}` {
 		t.Fatalf("forwarded %q", s.body)
+	}
+}
+
+// TestNamesMatchedExactly: "Location" and "Name" are other members than
+// "location" and "name" to Iceberg's parsers; encoding/json's struct
+// decoding would take them for the same, and the last one.
+func TestNamesMatchedExactly(t *testing.T) {
+	doc, err := decodeObject([]byte(`{"metadata":{"location":"s3://lake/wh/db/a","Location":"s3://lake/other"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := tableLocation(doc); loc != "s3://lake/wh/db/a" {
+		t.Fatalf("location %q", loc)
+	}
+	doc, _ = decodeObject([]byte(`{"metadata":{"Location":"s3://lake/other"}}`))
+	if loc := tableLocation(doc); loc != "" {
+		t.Fatalf("location %q from \"Location\"", loc)
+	}
+
+	up, _ := recordingUpstream(t, http.StatusOK, `{"metadata":{"location":"s3://lake/wh/db/a"}}`, map[string]string{"Content-Type": "application/json"})
+	f := newFront(t, Config{Upstream: up.URL}, nil)
+	front := serveFront(t, f)
+	req, _ := http.NewRequest("POST", front+"/v1/namespaces/db/tables", strings.NewReader(`{"name":"a","Name":"b","schema":{}}`))
+	req.Header.Set("Authorization", "Bearer ann")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("createTable: %d", resp.StatusCode)
+	}
+	tok, _ := auth.TokenHash([]byte("Bearer ann"))
+	if e, ok := f.locations.cache.Peek(locationKey{tok, "/v1/namespaces/db/tables/a"}); !ok || e.location != "s3://lake/wh/db/a" {
+		t.Fatalf("table a: %+v %v", e, ok)
+	}
+	if _, ok := f.locations.cache.Peek(locationKey{tok, "/v1/namespaces/db/tables/b"}); ok {
+		t.Fatal("the location of table a was learned under the name b")
 	}
 }

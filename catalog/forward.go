@@ -147,13 +147,12 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt route, data []byte) ([]byte,
 	case kindTable:
 		table := rt.table
 		if table == "" { // createTable, registerTable: the name is in the body
-			var b struct {
-				Name string `json:"name"`
-			}
-			if json.Unmarshal(ctx.PostBody(), &b) != nil || b.Name == "" { // strict: Serve checked it
+			req, _ := decodeConfig(ctx.PostBody()) // strict: Serve checked it
+			name := stringMember(req, "name")
+			if name == "" {
 				return nil, errors.New("the table request names no table")
 			}
-			table = rt.namespace + "/tables/" + url.PathEscape(b.Name)
+			table = rt.namespace + "/tables/" + url.PathEscape(name)
 		}
 		s := signing{signerURI: f.signerURI(ctx), endpoint: tableEndpoint(table)}
 		doc, err := decodeObject(data)

@@ -54,17 +54,21 @@ var errNotJSONObject = errors.New("the catalog's answer is not a JSON object")
 // tableLocation reads metadata.location from a LoadTableResult (or a
 // CommitTableResponse), "" when it has none.
 func tableLocation(doc map[string]json.RawMessage) string {
-	raw, ok := doc[fieldMetadata]
-	if !ok {
+	md, _ := decodeConfig(doc[fieldMetadata])
+	return stringMember(md, "location")
+}
+
+// stringMember is the string value of m's member name, matched exactly
+// ("" when absent or not a string). Decoding into a struct would not do:
+// encoding/json also matches "Location" to a field tagged "location", and
+// takes the last of the two, where Iceberg's parsers read only
+// "location".
+func stringMember(m map[string]json.RawMessage, name string) string {
+	var s string
+	if json.Unmarshal(m[name], &s) != nil {
 		return ""
 	}
-	var md struct {
-		Location string `json:"location"`
-	}
-	if json.Unmarshal(raw, &md) != nil {
-		return ""
-	}
-	return md.Location
+	return s
 }
 
 // rewriteTable turns a LoadTableResult into countersign's: credentials
