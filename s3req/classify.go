@@ -274,6 +274,11 @@ func (c *Classifier) checkPrefix(prefix string) error {
 	return nil
 }
 
+// CheckBucket reports whether name is a bucket name by S3's naming rules,
+// as the classifier applies them to requests; vending applies them to the
+// locations it mints for.
+func CheckBucket(name string) error { return checkBucket(name) }
+
 // checkBucket enforces S3's bucket naming rules: 3-63 characters of
 // lower-case letters, digits, '.' and '-', starting and ending with a letter
 // or digit, no "..", and not an IP address.

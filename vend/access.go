@@ -3,6 +3,9 @@ package vend
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/countersign/countersign/s3req"
 )
 
 // Access is a mint's access class.
@@ -53,11 +56,24 @@ func splitLocation(loc string) (bucket, prefix string, err error) {
 	if bucket == "" {
 		return "", "", fmt.Errorf("location %q names no bucket", loc)
 	}
+	if err := s3req.CheckBucket(bucket); err != nil {
+		return "", "", fmt.Errorf("location %q: %v", loc, err)
+	}
+	if !utf8.ValidString(prefix) {
+		return "", "", fmt.Errorf("location %q is not valid UTF-8", loc)
+	}
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
 	if strings.Contains(prefix, "//") || strings.HasPrefix(prefix, "/") {
 		return "", "", fmt.Errorf("location %q has an empty path segment", loc)
+	}
+	for seg := range strings.SplitSeq(strings.TrimSuffix(prefix, "/"), "/") {
+		if seg == "." || seg == ".." {
+			// The sign route refuses such keys (s3req), and servers that
+			// clean paths would read another prefix than the one decided.
+			return "", "", fmt.Errorf("location %q has a %q path segment", loc, seg)
+		}
 	}
 	for i := 0; i < len(prefix); i++ {
 		if c := prefix[i]; c < 0x20 || c == 0x7f || c == '*' || c == '?' {

@@ -29,6 +29,15 @@ func TestSplitLocation(t *testing.T) {
 		"s3://lake/wh/?/":    "cannot name exactly",
 		"s3://lake/wh/\x01/": "cannot name exactly",
 		"s3://lake/wh//t/":   "empty path segment",
+		"s3://lak*/wh/":      "invalid character",
+		"s3://LAKE/wh/":      "invalid character",
+		"s3://la/wh/":        "3 to 63 characters",
+		"s3://-lake/wh/":     "not a valid S3 bucket name",
+		"s3://10.0.0.1/wh/":  "IP address",
+		"s3://lake/wh/../x/": `".." path segment`,
+		"s3://lake/./wh/":    `"." path segment`,
+		"s3://lake/wh/..":    `".." path segment`,
+		"s3://lake/wh/\xff/": "not valid UTF-8",
 	} {
 		if _, _, err := splitLocation(loc); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("splitLocation(%q): %v, want an error with %q", loc, err, want)
