@@ -146,6 +146,8 @@ func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 		NoDefaultDate:                 true,
 		DisableHeaderNamesNormalizing: false,
 		ReadBufferSize:                readBufferSize,
+		SecureErrorLogMessage:         true,
+		Logger:                        transportLogger{h.log},
 	}
 	return s
 }
