@@ -53,6 +53,14 @@ func classify(method, p string) route {
 		return route{kind: kindStream}
 	}
 	segs := strings.Split(rest, "/")
+	for i, seg := range segs {
+		if seg == "" && i != len(segs)-1 {
+			// An empty segment: a catalog that cleans paths would read
+			// "/v1/namespaces//db/tables/t" as loadTable, which must not
+			// stream past the credential strip. Read, like unknown routes.
+			return route{kind: kindInspect}
+		}
+	}
 	i := -1
 	switch {
 	case len(segs) > 0 && segs[0] == "namespaces":

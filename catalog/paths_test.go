@@ -27,6 +27,12 @@ func TestClassify(t *testing.T) {
 		{"POST", "/v1/p/tables/rename", kindStream, "", ""},
 		{"POST", "/v1/transactions/commit", kindInspect, "", ""},
 		{"GET", "/v2/whatever", kindInspect, "", ""},
+		// Empty segments, which a catalog may clean into a table route:
+		// read and stripped, never streamed.
+		{"GET", "/v1/namespaces//db/tables/t", kindInspect, "", ""},
+		{"GET", "/v1//namespaces/db/tables/t/credentials", kindInspect, "", ""},
+		{"GET", "/v1/namespaces/db//tables/t", kindInspect, "", ""},
+		{"GET", "/v1/namespaces/", kindStream, "", ""},
 	}
 	for _, c := range cases {
 		r := classify(c.method, c.path)
