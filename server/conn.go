@@ -338,7 +338,7 @@ func refusalResponse(status int, reason string) []byte {
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, ' ')
 	b = append(b, fasthttp.StatusMessage(status)...)
-	b = append(b, "\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: "...)
+	b = append(b, "\r\nContent-Type: application/json\r\nCache-Control: no-cache\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, "\r\n\r\n"...)
 	return append(b, body...)

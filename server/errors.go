@@ -38,7 +38,9 @@ func writeError(ctx *fasthttp.RequestCtx, status int, msg string, retryAfter int
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
-	ctx.Response.Header.Set("Cache-Control", "no-store")
+	// no-cache on every answer of the sign routes, as on signatures
+	// (docs/design.md): one value a client or proxy can rely on.
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	if retryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfter))
 	}

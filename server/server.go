@@ -218,6 +218,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.URI().PathOriginal())
 	switch path {
 	case "/healthz":
+		ctx.Response.Header.Set("Cache-Control", "no-cache")
 		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetBodyString("ok\n")
 		return
@@ -265,6 +266,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.SetContentType("text/plain; charset=utf-8")
 	if err := s.notReady(); err != nil {
 		ctx.SetStatusCode(http.StatusServiceUnavailable)

@@ -106,3 +106,27 @@ func TestTransportLoggerRedacts(t *testing.T) {
 		t.Fatalf("want three redactions: %s", out)
 	}
 }
+
+// TestEveryAnswerNoCache: the brief's rule is Cache-Control: no-cache on
+// every response of the signer, refusals and health checks included.
+func TestEveryAnswerNoCache(t *testing.T) {
+	s := newTestServer(t, testPolicy, nil, Options{})
+	for _, c := range []struct {
+		auth, method, path, body string
+		status                   int
+	}{
+		{"Bearer " + aliceToken(), "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/wh/f.parquet"), 200},
+		{"Bearer " + aliceToken(), "POST", "/v1/aws/s3/sign", `{"region":1}`, 400},
+		{"", "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/lake/wh/f.parquet"), 401},
+		{"Bearer " + aliceToken(), "POST", "/v1/aws/s3/sign", signBody("GET", "http://localhost:7070/other/k"), 403},
+		{"Bearer " + aliceToken(), "GET", "/v1/aws/s3/sign", "", 405},
+		{"", "GET", "/nowhere", "", 404},
+		{"", "GET", "/healthz", "", 200},
+		{"", "GET", "/readyz", "", 200},
+	} {
+		r := doAs(t, s, c.auth, c.method, c.path, c.body)
+		if r.status != c.status || r.header["Cache-Control"] != "no-cache" {
+			t.Errorf("%s %s: %d with Cache-Control %q, want %d with no-cache: %s", c.method, c.path, r.status, r.header["Cache-Control"], c.status, r.raw)
+		}
+	}
+}
