@@ -268,6 +268,17 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	start = h.observe(stageDecode, start)
 	if err != nil {
 		c.refuse(http.StatusBadRequest, err.Error(), 0)
+		// The answer stays the decoder's 400, but when the caller's
+		// credentials are good the record names the principal, and its
+		// bad requests are not charged to its source's limit of refusals
+		// before authentication (limitRefusal): an engine's malformed
+		// requests would otherwise turn into 429s, which clients retry.
+		authz, certs := ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx)
+		if len(authz) > 0 || len(certs) > 0 {
+			if id, err := h.stages.Authenticator.Authenticate(stageCtx, authz, certs); err == nil {
+				c.identity = id
+			}
+		}
 		return
 	}
 	c.in = in

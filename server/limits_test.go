@@ -314,3 +314,37 @@ func TestRequestConcurrencyLimit(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 }
+
+// TestMalformedFromAuthenticatedCallerNotLimited: a body that does not
+// decode is a 400 whoever sends it; with good credentials its record
+// names the principal and the source's pre-authentication refusal limit
+// is not charged (a black-box probe saw 400s turn into 429s), while the
+// same bodies without credentials still are.
+func TestMalformedFromAuthenticatedCallerNotLimited(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestServer(t, testPolicy, nil, Options{RefusalLimit: RefusalLimit{PerSecond: 0.001, Burst: 5, SummaryInterval: time.Hour}})
+	s.handler.stages.Audit = openTestAuditIn(t, dir)
+	for i := range 20 {
+		if r := do(t, s, "POST", "/v1/aws/s3/sign", `{"region":1}`); r.status != 400 || !strings.Contains(r.raw, "region") {
+			t.Fatalf("authenticated malformed #%d: %d %s", i, r.status, r.raw)
+		}
+	}
+	statuses := map[int]int{}
+	for range 10 {
+		statuses[doAs(t, s, "", "POST", "/v1/aws/s3/sign", `{"region":1}`).status]++
+		statuses[doAs(t, s, "Bearer not-a-token", "POST", "/v1/aws/s3/sign", `{"region":1}`).status]++
+	}
+	if statuses[400] != 5 || statuses[429] != 15 {
+		t.Fatalf("unauthenticated malformed: %v, want 5 x 400 and 15 x 429", statuses)
+	}
+	recs := accessRecords(t, dir, audit.KindAccess)
+	if len(recs) != 25 {
+		t.Fatalf("%d access records, want 20 + 5", len(recs))
+	}
+	for i, r := range recs {
+		named := r.Principal != nil && r.Principal.ID == "alice"
+		if r.Decision != audit.DecisionMalformed || named != (i < 20) {
+			t.Fatalf("record %d: decision %s, principal %+v", i, r.Decision, r.Principal)
+		}
+	}
+}
