@@ -147,7 +147,7 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt route, data []byte) ([]byte,
 	case kindTable:
 		table := rt.table
 		if table == "" { // createTable, registerTable: the name is in the body
-			req, _ := decodeConfig(ctx.PostBody()) // strict: Serve checked it
+			req, _ := decodeMembers(ctx.PostBody()) // strict: Serve checked it
 			name := stringMember(req, "name")
 			if name == "" {
 				return nil, errors.New("the table request names no table")

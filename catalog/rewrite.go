@@ -54,7 +54,7 @@ var errNotJSONObject = errors.New("the catalog's answer is not a JSON object")
 // tableLocation reads metadata.location from a LoadTableResult (or a
 // CommitTableResponse), "" when it has none.
 func tableLocation(doc map[string]json.RawMessage) string {
-	md, _ := decodeConfig(doc[fieldMetadata])
+	md, _ := decodeMembers(doc[fieldMetadata])
 	return stringMember(md, "location")
 }
 
@@ -83,7 +83,7 @@ func rewriteTable(body []byte, s signing) ([]byte, string, error) {
 	if _, ok := doc[fieldMetadata]; !ok {
 		return nil, "", fmt.Errorf("the catalog's table answer has no %q", fieldMetadata)
 	}
-	cfg, err := decodeConfig(doc[fieldConfig])
+	cfg, err := decodeMembers(doc[fieldConfig])
 	if err != nil {
 		return nil, "", err
 	}
@@ -134,7 +134,7 @@ func inspect(body []byte) (out []byte, doc map[string]json.RawMessage, changed b
 		if !ok {
 			continue
 		}
-		m, err := decodeConfig(raw)
+		m, err := decodeMembers(raw)
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("member %q: %w", name, err)
 		}
@@ -195,8 +195,10 @@ func checkStrict(data []byte) error {
 	return fmt.Errorf("is not strict JSON: %s", e.Error())
 }
 
-// decodeConfig reads a string map member; absent or null is empty.
-func decodeConfig(raw json.RawMessage) (map[string]json.RawMessage, error) {
+// decodeMembers reads the members of a JSON object already checked strict
+// (a config map, a table's metadata, a request body); absent or null is
+// empty.
+func decodeMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return m, nil
