@@ -2,37 +2,18 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/signer"
 )
-
-// syncBuffer is a log sink the server's goroutines may write to at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestTransportErrorsLogNoCredentials sends requests fasthttp cannot read
 // (found by a black-box probe: its default logger printed the buffered
@@ -40,7 +21,7 @@ func (s *syncBuffer) String() string {
 // what is logged is one JSON line through the server's logger without
 // the token or the session token.
 func TestTransportErrorsLogNoCredentials(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := new(syncbuf.Buffer)
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	h, err := NewHandler(Stages{Authenticator: testAuthenticator(t), Classifier: testClassifier(t, true), Authorizer: testEngine(t, testPolicy),
 		Signer: signer.New(credentials.NewStaticCredentialsProvider("AKTEST", "secret", ""), signer.Options{}), Audit: openTestAudit(t)}, Options{}, log)
@@ -94,7 +75,7 @@ func TestTransportErrorsLogNoCredentials(t *testing.T) {
 }
 
 func TestTransportLoggerRedacts(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := new(syncbuf.Buffer)
 	transportLogger{slog.New(slog.NewJSONHandler(logs, nil))}.Printf("error %s", "contents: \"POST / HTTP/1.1\\r\\nAuthorization: Bearer abc.def.ghi\\r\\nauthorization:Basic dXNlcg==\\r\\nX-Amz-Security-Token: FwoGZX\\r\\n\"")
 	out := logs.String()
 	for _, s := range []string{"abc.def.ghi", "dXNlcg", "FwoGZX"} {
