@@ -156,7 +156,7 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 		}
 		main.Prefix = &prefix
 	}
-	r.Targets = append(make([]Target, 0, 2), main)
+	r.Targets = append(r.ownTarget[:0], main)
 	if hasCopy {
 		r.Targets = append(r.Targets, Target{
 			Operation: op.name, Action: copySourceAction(copySrc.versionID), Access: AccessRead,
@@ -213,8 +213,8 @@ func (c *Classifier) splitBucketKey(r *Request, m hostMatch, rawPath string) err
 	if err != nil {
 		return err
 	}
-	if canon := string(appendAWSEscapedPath(nil, key)); canon != rawKey {
-		return malformed("uri path is not in canonical S3 encoding: the key must be sent as %q", truncate(canon))
+	if !isAWSEscapedPath(rawKey, key) {
+		return malformed("uri path is not in canonical S3 encoding: the key must be sent as %q", truncate(string(appendAWSEscapedPath(nil, key))))
 	}
 	if err := c.checkKey(key, "object key"); err != nil {
 		return err
@@ -445,8 +445,8 @@ func (c *Classifier) parseCopySource(h remotesign.Headers) (objectRef, bool, err
 	}
 	// One spelling, as for the path: what the server decodes is then
 	// what was decided, whatever its decoder does with other spellings.
-	if canon := string(appendAWSEscapedPath(nil, key)); canon != rawKey {
-		return objectRef{}, false, malformed("header x-amz-copy-source is not in canonical S3 encoding: the key must be sent as %q", truncate(canon))
+	if !isAWSEscapedPath(rawKey, key) {
+		return objectRef{}, false, malformed("header x-amz-copy-source is not in canonical S3 encoding: the key must be sent as %q", truncate(string(appendAWSEscapedPath(nil, key))))
 	}
 	if ref.versionID != "" {
 		if canon := "versionId=" + string(appendAWSEscapedPath(nil, ref.versionID)); canon != query {

@@ -29,6 +29,27 @@ func appendAWSEscapedPath(dst []byte, s string) []byte {
 	return dst
 }
 
+// isAWSEscapedPath reports whether raw is exactly appendAWSEscapedPath(nil, s):
+// the check every accepted key passes, without building the encoding.
+func isAWSEscapedPath(raw, s string) bool {
+	j := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) || c == '/' {
+			if j >= len(raw) || raw[j] != c {
+				return false
+			}
+			j++
+			continue
+		}
+		if j+3 > len(raw) || raw[j] != '%' || raw[j+1] != upperHex[c>>4] || raw[j+2] != upperHex[c&15] {
+			return false
+		}
+		j += 3
+	}
+	return j == len(raw)
+}
+
 func unhex(c byte) (byte, bool) {
 	switch {
 	case c >= '0' && c <= '9':
@@ -52,7 +73,8 @@ func percentDecode(s, what string) (string, error) {
 		}
 		return s, nil
 	}
-	b := make([]byte, 0, len(s))
+	var b strings.Builder // one allocation: String does not copy
+	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch c {
@@ -65,15 +87,15 @@ func percentDecode(s, what string) (string, error) {
 			if !ok1 || !ok2 {
 				return "", malformed("%s has an invalid percent escape %q", what, s[i:i+3])
 			}
-			b = append(b, hi<<4|lo)
+			b.WriteByte(hi<<4 | lo)
 			i += 2
 		case '+':
 			return "", malformed("%s contains a raw '+'; encode it as %%2B or %%20", what)
 		default:
-			b = append(b, c)
+			b.WriteByte(c)
 		}
 	}
-	return string(b), nil
+	return b.String(), nil
 }
 
 // checkText rejects invalid UTF-8 and control characters in a decoded key,

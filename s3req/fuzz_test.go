@@ -136,3 +136,24 @@ func FuzzParseDeleteBody(f *testing.F) {
 
 // keep the import used when remotesign changes shape.
 var _ remotesign.Headers
+
+// FuzzIsAWSEscapedPath: the streaming comparison the classifier uses says
+// exactly what building the canonical encoding and comparing would.
+func FuzzIsAWSEscapedPath(f *testing.F) {
+	f.Add("wh/db/t/data/day%3D2026-11-30/a.parquet", "wh/db/t/data/day=2026-11-30/a.parquet")
+	f.Add("a%2fb", "a/b")
+	f.Add("a%2Fb", "a/b")
+	f.Add("a%2", "a/")
+	f.Add("a", "a/")
+	f.Add("a/b", "a")
+	f.Add("%E2%82%AC", "€")
+	f.Fuzz(func(t *testing.T, raw, s string) {
+		want := string(appendAWSEscapedPath(nil, s)) == raw
+		if got := isAWSEscapedPath(raw, s); got != want {
+			t.Fatalf("isAWSEscapedPath(%q, %q) = %v, want %v", raw, s, got, want)
+		}
+		if !isAWSEscapedPath(string(appendAWSEscapedPath(nil, s)), s) {
+			t.Fatalf("the encoding of %q is not accepted", s)
+		}
+	})
+}

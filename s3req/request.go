@@ -77,4 +77,9 @@ type Request struct {
 	// must add it (S3 requires the header on every request).
 	ContentSHA256    string
 	AddContentSHA256 bool
+
+	// ownTarget holds Targets' one element when the request touches one
+	// object (nearly every request), so that classifying it allocates the
+	// Request alone. A Request is used through its pointer, never copied.
+	ownTarget [1]Target
 }
