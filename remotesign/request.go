@@ -529,11 +529,15 @@ func (d *Decoder) keep(b []byte) span {
 
 // build makes the Request: one string holds every kept byte, and the header
 // values of all headers share one slice, so the cost is a handful of
-// allocations whatever the number of headers.
+// allocations whatever the number of headers, and two (the string and a
+// requestBox) for a request of at most boxHeaders headers and boxValues
+// values, as the engines send them.
 func (d *Decoder) build() (*Request, *DecodeError) {
 	arena := string(d.buf)
 	at := func(s span) string { return arena[s.start:s.end] }
-	r := &Request{
+	box := &requestBox{}
+	r := &box.r
+	*r = Request{
 		Region:   at(d.st.region),
 		URI:      at(d.st.uri),
 		Method:   d.st.method,
@@ -544,11 +548,19 @@ func (d *Decoder) build() (*Request, *DecodeError) {
 		r.Body = at(d.st.body)
 	}
 	if len(d.hdrs) > 0 {
-		vals := make([]string, len(d.vals))
+		vals := box.vals[:]
+		if len(d.vals) > len(vals) {
+			vals = make([]string, len(d.vals))
+		}
+		vals = vals[:len(d.vals):len(d.vals)]
 		for i, s := range d.vals {
 			vals[i] = at(s)
 		}
-		hs := make(Headers, len(d.hdrs))
+		hs := Headers(box.hdrs[:])
+		if len(d.hdrs) > len(hs) {
+			hs = make(Headers, len(d.hdrs))
+		}
+		hs = hs[:len(d.hdrs):len(d.hdrs)]
 		for i, h := range d.hdrs {
 			// Capacity capped so appending to one header's values can
 			// never overwrite the next header's.
@@ -569,6 +581,16 @@ func (d *Decoder) build() (*Request, *DecodeError) {
 	}
 	return r, nil
 }
+
+// requestBox is a Request with room for the headers and values of a typical
+// sign request: an engine's GET sends four to six headers of one value each.
+type requestBox struct {
+	r    Request
+	hdrs [boxHeaders]Header
+	vals [boxValues]string
+}
+
+const boxHeaders, boxValues = 8, 8
 
 func typeName(v *fastjson.Value) string {
 	switch v.Type() {
