@@ -240,6 +240,8 @@ type call struct {
 	table       audit.Table
 	// Room for the policy input's sorted header names (lowerHeaders).
 	headerNames [8]string
+	// The first target's policy input.
+	input policyinput.Input
 }
 
 // decision is the policy's answer for one target of the request.
@@ -495,7 +497,11 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 	}
 	for i := range req.Targets {
 		t := &req.Targets[i]
-		in := buildInput(c.route, req, t, headers)
+		in := &c.input
+		if i > 0 {
+			in = new(policyinput.Input)
+		}
+		fillInput(in, c.route, req, t, headers)
 		in.Request.HeaderNames = names
 		in.Principal = &c.identity.Principal
 		in.CopySource = copySource
@@ -617,8 +623,10 @@ func readOnly(r *s3req.Request) bool {
 	return len(r.Targets) > 0
 }
 
-func buildInput(rt route, req *s3req.Request, t *s3req.Target, headers map[string]string) *policyinput.Input {
-	in := &policyinput.Input{
+// fillInput sets in to the policy input of target t, except the fields
+// every target shares, which authorize sets.
+func fillInput(in *policyinput.Input, rt route, req *s3req.Request, t *s3req.Target, headers map[string]string) {
+	*in = policyinput.Input{
 		Version:   policyinput.InputVersion,
 		Operation: t.Operation,
 		Action:    t.Action,
@@ -632,7 +640,6 @@ func buildInput(rt route, req *s3req.Request, t *s3req.Target, headers map[strin
 			Headers: headers,
 		},
 	}
-	return in
 }
 
 // lowerHeaders flattens the client's headers for the policy: lower-case
