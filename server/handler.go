@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -193,7 +191,8 @@ func normalizeBasePaths(in []string) []string {
 // answers. The stages only fill in a call; answering happens in one place
 // (finish) so that every outcome is treated alike.
 func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
-	c := call{route: rt, sourceIP: ctx.RemoteIP().String(), requestID: requestID(ctx)}
+	c := call{route: rt}
+	c.sourceIP, c.requestID = callerIDs(ctx)
 	h.run(ctx, &c)
 	h.finish(ctx, &c)
 	if m := h.opts.Metrics; m != nil {
@@ -205,7 +204,8 @@ func (h *Handler) serveSign(ctx *fasthttp.RequestCtx, rt route) {
 // (too large, unparsable headers, wrong method, overload): nothing runs,
 // but it is finished like every other call, so it leaves its record.
 func (h *Handler) serveRefused(ctx *fasthttp.RequestCtx, rt route, status int, msg string, retryAfter int) {
-	c := call{route: rt, sourceIP: ctx.RemoteIP().String(), requestID: requestID(ctx)}
+	c := call{route: rt}
+	c.sourceIP, c.requestID = callerIDs(ctx)
 	c.refuse(status, msg, retryAfter)
 	h.finish(ctx, &c)
 	if m := h.opts.Metrics; m != nil {
@@ -552,17 +552,6 @@ func (h *Handler) observe(stage int, start time.Time) time.Time {
 		o.Observe(now.Sub(start).Seconds())
 	}
 	return now
-}
-
-// requestID keeps a well-formed client X-Request-Id (so a caller can
-// correlate) or makes one.
-func requestID(ctx *fasthttp.RequestCtx) string {
-	if v := ctx.Request.Header.Peek("X-Request-Id"); len(v) > 0 && len(v) <= 64 && isToken(v) {
-		return string(v)
-	}
-	var b [12]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func isToken(b []byte) bool {

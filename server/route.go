@@ -46,6 +46,18 @@ func matchSignRoute(rawPath string, basePaths []string, sep string) (route, bool
 	return route{}, false
 }
 
+// matchLegacyRoute reports whether rawPath is the legacy sign route under
+// one of basePaths, as matchSignRoute would, without copying rawPath.
+func matchLegacyRoute(rawPath []byte, basePaths []string) (route, bool) {
+	const legacy = "/v1/aws/s3/sign"
+	for _, base := range basePaths {
+		if len(rawPath) == len(base)+len(legacy) && string(rawPath[:len(base)]) == base && string(rawPath[len(base):]) == legacy {
+			return route{name: "legacy"}, true
+		}
+	}
+	return route{}, false
+}
+
 func matchV1(p, sep string) (route, bool) {
 	if p == "/v1/aws/s3/sign" {
 		return route{name: "legacy"}, true

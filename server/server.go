@@ -215,7 +215,14 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if s.closing.Load() {
 		ctx.SetConnectionClose()
 	}
-	path := string(ctx.URI().PathOriginal())
+	raw := ctx.URI().PathOriginal()
+	if rt, ok := matchLegacyRoute(raw, s.handler.opts.BasePaths); ok {
+		// The route of nearly every sign request, matched without a copy
+		// of the path: no other route has one of these paths.
+		s.serveSignRoute(ctx, rt)
+		return
+	}
+	path := string(raw)
 	switch path {
 	case "/healthz":
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
@@ -245,6 +252,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, http.StatusNotFound, "no route for "+truncate(path)+"; sign routes are POST /v1/aws/s3/sign and POST /v1/[{prefix}/]namespaces/{namespace}/tables/{table}/sign", 0)
 		return
 	}
+	s.serveSignRoute(ctx, rt)
+}
+
+// serveSignRoute serves a request to a sign route.
+func (s *Server) serveSignRoute(ctx *fasthttp.RequestCtx, rt route) {
 	if !ctx.IsPost() {
 		s.handler.serveRefused(ctx, rt, http.StatusMethodNotAllowed, "sign routes accept POST only", 0)
 		ctx.Response.Header.Set("Allow", "POST")

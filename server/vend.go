@@ -67,7 +67,8 @@ func matchVendRoute(rawPath string, basePaths []string, sep string) (vendRoute, 
 // route's own model.
 func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 	h := s.handler
-	req := &vend.Request{Table: vr.table, SourceIP: ctx.RemoteIP().String(), RequestID: requestID(ctx)}
+	req := &vend.Request{Table: vr.table}
+	req.SourceIP, req.RequestID = callerIDs(ctx)
 	ctx.Response.Header.Set("X-Request-Id", req.RequestID)
 	defer func() {
 		if m := h.opts.Metrics; m != nil {
