@@ -109,6 +109,9 @@ func TestTimeClaims(t *testing.T) {
 	bad("nbf a string", with(base, "nbf", "now"), ReasonMalformedToken)
 	bad("exp huge negative", with(base, "exp", -1e300), ReasonExpired)
 	ok("exp huge", with(base, "exp", 1e300))
+	ok("zero with an exponent", with(base, "n", json.Number("0e99999999")))
+	ok("large integer", with(base, "n", json.Number("123456789012345678901234567890")))
+	ok("small float", with(base, "n", json.Number("-2.5e-300")))
 
 	t.Run("require_exp false", func(t *testing.T) {
 		srv := newJWKSServer(t, defaultJWKS())
@@ -324,6 +327,16 @@ func TestMalformedTokens(t *testing.T) {
 		{"nested duplicate (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
 			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":9999999999,"sub":"alice","ext":[{"a":1,"a":2}]}`)},
 		{"too large", mint(hdr("RS256", "rsa1"), with(claims, "pad", strings.Repeat("x", MaxTokenBytes)), rs256(testRSA()))},
+		// Numbers the policy engine cannot evaluate: without the check the
+		// token authenticated and every decision failed with a 503.
+		{"number overflows a float (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
+			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":9999999999,"sub":"alice","n":1e100000}`)},
+		{"nested number overflows (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
+			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":9999999999,"sub":"alice","ext":{"a":[-1e999]}}`)},
+		{"number underflows to zero (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
+			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":9999999999,"sub":"alice","n":1e-1000000}`)},
+		{"exp beyond a float (validly signed)", signed(`{"alg":"RS256","kid":"rsa1"}`,
+			`{"iss":"`+testIssuer+`","aud":"`+testAudience+`","exp":1e999,"sub":"alice"}`)},
 		{"space inside", p[0] + "." + p[1] + " ." + p[2]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,6 +372,9 @@ func TestBearerScheme(t *testing.T) {
 		e := expectReason(t, a, []byte(h), ReasonMissingToken)
 		if h == "" && e.Msg != "no bearer token" {
 			t.Errorf("message for a missing header: %q", e.Msg)
+		}
+		if (h == "Bearer" || h == "Bearer ") && e.Msg != "bearer token is empty" {
+			t.Errorf("message for %q: %q", h, e.Msg)
 		}
 	}
 	// A header that does not start with Bearer is refused before the
@@ -416,6 +432,15 @@ func TestPrincipalAndGroups(t *testing.T) {
 		}
 		expectReason(t, a, sign(with(base, "sub", "")), ReasonMissingPrincipal)
 		expectReason(t, a, sign(with(base, "sub", 42)), ReasonMissingPrincipal)
+		// No principal an auditor would have to guess at.
+		for _, sub := range []string{"   ", "\t", "\u00a0", "alice\n", "ali\x00ce", "bob\u0085"} {
+			expectReason(t, a, sign(with(base, "sub", sub)), ReasonMissingPrincipal)
+		}
+		for _, sub := range []string{"alice smith", " alice", "ünïcødé@example.org", "spiffe://x/y"} {
+			if id := auth(t, a, with(base, "sub", sub)); id.Principal.ID != sub {
+				t.Fatalf("sub %q: principal %q", sub, id.Principal.ID)
+			}
+		}
 	})
 
 	t.Run("dotted claims", func(t *testing.T) {

@@ -175,6 +175,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization []byte, 
 		return nil, ferr
 	}
 	if leaf != nil {
+		// The policy may trust x509_subject as certificate-derived: an
+		// expired certificate does not lend it.
+		if err := certInDate(leaf, a.now()); err != nil {
+			return nil, err
+		}
 		id = withCertSubject(id, leaf)
 	}
 	return id, nil

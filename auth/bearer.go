@@ -21,6 +21,9 @@ func bearerToken(h []byte) ([]byte, *Error) {
 		return nil, fail(ReasonMissingToken, "no bearer token")
 	}
 	const scheme = "Bearer"
+	if bytes.EqualFold(h, []byte(scheme)) {
+		return nil, fail(ReasonMissingToken, "bearer token is empty")
+	}
 	if len(h) <= len(scheme) || !bytes.EqualFold(h[:len(scheme)], []byte(scheme)) || h[len(scheme)] != ' ' {
 		return nil, fail(ReasonMissingToken, "authorization header is not a bearer token")
 	}

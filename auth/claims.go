@@ -93,10 +93,10 @@ func (r *claimRules) check(claims map[string]any, now time.Time) (checked, *Erro
 	}
 
 	p, _ := lookupClaim(claims, r.principalName, r.principalPath)
-	if s, ok := p.(string); ok && s != "" {
+	if s, ok := p.(string); ok && validPrincipal(s) {
 		c.principal = s
 	} else {
-		return c, fail(ReasonMissingPrincipal, "bearer token has no principal claim "+strconv.Quote(r.principalName))
+		return c, fail(ReasonMissingPrincipal, "bearer token has no principal claim "+strconv.Quote(r.principalName)+" (absent, not a string, blank or with control characters)")
 	}
 
 	g, _ := lookupClaim(claims, r.groupsName, r.groupsPath)
@@ -112,6 +112,21 @@ func (r *claimRules) check(claims map[string]any, now time.Time) (checked, *Erro
 		}
 	}
 	return c, nil
+}
+
+// validPrincipal reports whether s can name a principal in the policy's
+// input and the audit records: not blank, and no control characters (an
+// auditor reading "alice\n" or "   " would have to guess who it was).
+func validPrincipal(s string) bool {
+	if strings.TrimFunc(s, unicode.IsSpace) == "" {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // reservedClaim refuses a token carrying a claim whose name starts with
@@ -168,8 +183,9 @@ func (r *claimRules) checkAudience(aud any) *Error {
 
 // numericDate reads a NumericDate claim (seconds since the epoch, possibly
 // fractional). present is false when the claim is absent; ok is false when
-// it is present but not a number. Values beyond year ~33000 are clamped
-// so time arithmetic cannot overflow.
+// it is present but not a number a 64-bit float holds (1e999 is no date:
+// clamped, it would never expire). Finite values beyond year ~33000 are
+// clamped so time arithmetic cannot overflow.
 func numericDate(claims map[string]any, name string) (t time.Time, present, ok bool) {
 	v, present := claims[name]
 	if !present {
@@ -180,7 +196,7 @@ func numericDate(claims map[string]any, name string) (t time.Time, present, ok b
 		return time.Time{}, true, false
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil && !math.IsInf(f, 0) {
+	if err != nil {
 		return time.Time{}, true, false
 	}
 	const limit = 1e12

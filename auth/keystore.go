@@ -249,7 +249,7 @@ func (s *keyStore) lookupFresh(ctx context.Context, kid string, hasKID bool) (*k
 			select {
 			case <-done:
 			case <-ctx.Done():
-				return nil, nil, fail(ReasonKeysUnavailable, "timed out waiting for signing keys")
+				return nil, nil, fail(ReasonKeysUnavailable, "timed out waiting for the identity provider's token signing keys (JWKS)")
 			}
 		}
 	}
@@ -261,9 +261,12 @@ func (s *keyStore) lookupFresh(ctx context.Context, kid string, hasKID bool) (*k
 	lastErr := s.lastErr
 	s.mu.Unlock()
 	if lastErr != nil {
-		return nil, nil, fail(ReasonKeysUnavailable, "signing keys are unavailable")
+		return nil, nil, fail(ReasonKeysUnavailable, "the identity provider's token signing keys (JWKS) are unavailable")
 	}
 	if !hasKID {
+		if len(ks.all) == 0 {
+			return nil, nil, fail(ReasonUnknownKey, "bearer token has no kid and the key set has no usable key")
+		}
 		return nil, nil, fail(ReasonUnknownKey, "bearer token has no kid and the key set has several keys")
 	}
 	return nil, nil, fail(ReasonUnknownKey, "bearer token key id is unknown")

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/x509"
+	"encoding/asn1"
 	"maps"
 	"time"
 
@@ -35,15 +36,17 @@ func isCertClaim(name string) bool {
 // (RequireAndVerifyClientCert). Validity dates are checked again here
 // because a TLS connection can outlive its certificate.
 func certIdentity(mode string, leaf *x509.Certificate, now time.Time) (*Identity, *Error) {
-	if now.After(leaf.NotAfter) {
-		return nil, fail(ReasonExpired, "client certificate expired")
-	}
-	if now.Before(leaf.NotBefore) {
-		return nil, fail(ReasonNotYetValid, "client certificate is not yet valid")
+	if err := certInDate(leaf, now); err != nil {
+		return nil, err
 	}
 	var id string
 	switch mode {
 	case MTLSSubjectCN:
+		// Go keeps the last of several CNs, other tools the first: which
+		// one is the principal would be a guess.
+		if countCN(leaf) > 1 {
+			return nil, fail(ReasonMissingPrincipal, "client certificate has more than one subject common name")
+		}
 		id = leaf.Subject.CommonName
 	case MTLSSANURI:
 		// The first URI SAN: SPIFFE certificates carry exactly one.
@@ -55,8 +58,8 @@ func certIdentity(mode string, leaf *x509.Certificate, now time.Time) (*Identity
 			id = leaf.DNSNames[0]
 		}
 	}
-	if id == "" {
-		return nil, fail(ReasonMissingPrincipal, "client certificate has no "+mode+" principal")
+	if !validPrincipal(id) {
+		return nil, fail(ReasonMissingPrincipal, "client certificate has no "+mode+" principal (absent, blank or with control characters)")
 	}
 	uris := make([]any, len(leaf.URIs))
 	for i, u := range leaf.URIs {
@@ -82,6 +85,34 @@ func certIdentity(mode string, leaf *x509.Certificate, now time.Time) (*Identity
 		Method:    MethodMTLS,
 		ExpiresAt: leaf.NotAfter,
 	}, nil
+}
+
+// oidCommonName is the X.520 commonName attribute type.
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+// countCN counts the commonName attributes of the certificate's subject.
+func countCN(leaf *x509.Certificate) int {
+	n := 0
+	for _, a := range leaf.Subject.Names {
+		if a.Type.Equal(oidCommonName) {
+			n++
+		}
+	}
+	return n
+}
+
+// certInDate checks the certificate's validity dates at now. A TLS
+// connection can outlive its certificate, so every request checks them
+// again, whether the certificate is the principal or only adds its
+// subject to a token's claims.
+func certInDate(leaf *x509.Certificate, now time.Time) *Error {
+	if now.After(leaf.NotAfter) {
+		return fail(ReasonExpired, "client certificate expired")
+	}
+	if now.Before(leaf.NotBefore) {
+		return fail(ReasonNotYetValid, "client certificate is not yet valid")
+	}
+	return nil
 }
 
 // withCertSubject returns a copy of a (shared, read-only) token identity

@@ -17,6 +17,12 @@ import (
 // the client chain as crypto/tls would verify it.
 func testCerts(t *testing.T, notBefore, notAfter time.Time) []*x509.Certificate {
 	t.Helper()
+	return testCertsSubject(t, notBefore, notAfter, pkix.Name{CommonName: "spark-etl", Organization: []string{"data"}})
+}
+
+// testCertsSubject is testCerts with the client certificate's subject.
+func testCertsSubject(t *testing.T, notBefore, notAfter time.Time, subject pkix.Name) []*x509.Certificate {
+	t.Helper()
 	caKey := mustEC()
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -36,7 +42,7 @@ func testCerts(t *testing.T, notBefore, notAfter time.Time) []*x509.Certificate 
 	spiffe, _ := url.Parse("spiffe://example.org/ns/etl/sa/spark")
 	leafTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(0xabc),
-		Subject:      pkix.Name{CommonName: "spark-etl", Organization: []string{"data"}},
+		Subject:      subject,
 		URIs:         []*url.URL{spiffe},
 		DNSNames:     []string{"spark.etl.svc", "spark"},
 		NotBefore:    notBefore,
@@ -120,6 +126,55 @@ func TestMTLS(t *testing.T) {
 			if r, _ := ReasonOf(err); r != tc.want {
 				t.Fatalf("%v: reason %v, want %v", tc.d, r, tc.want)
 			}
+		}
+	})
+
+	t.Run("several or blank common names", func(t *testing.T) {
+		a := newAuth(t, Config{MTLSPrincipal: MTLSSubjectCN}, c)
+		oidCN := []int{2, 5, 4, 3}
+		for name, subject := range map[string]pkix.Name{
+			"two CNs": {ExtraNames: []pkix.AttributeTypeAndValue{
+				{Type: oidCN, Value: "carol"}, {Type: []int{2, 5, 4, 11}, Value: "x"}, {Type: oidCN, Value: "admin"}}},
+			"blank CN":          {CommonName: " "},
+			"CN with a newline": {CommonName: "carol\nadmin"},
+		} {
+			chain := testCertsSubject(t, t0.Add(-time.Hour), t0.Add(time.Hour), subject)
+			if _, err := a.Authenticate(ctx, nil, chain); err == nil {
+				t.Fatalf("%s: accepted", name)
+			} else if r, _ := ReasonOf(err); r != ReasonMissingPrincipal {
+				t.Fatalf("%s: reason %v", name, r)
+			}
+		}
+		// One CN among other attributes is the principal.
+		chain := testCertsSubject(t, t0.Add(-time.Hour), t0.Add(time.Hour), pkix.Name{CommonName: "carol", OrganizationalUnit: []string{"x"}})
+		if id, err := a.Authenticate(ctx, nil, chain); err != nil || id.Principal.ID != "carol" {
+			t.Fatalf("one CN: %v %v", id, err)
+		}
+	})
+
+	t.Run("token and an expired certificate", func(t *testing.T) {
+		srv := newJWKSServer(t, defaultJWKS())
+		cfg := jwksConfig(srv.URL)
+		cfg.MTLSPrincipal = MTLSSubjectCN
+		a := newAuth(t, cfg, c)
+		// A keep-alive connection outlives its certificate: the token is
+		// still valid, the certificate's subject may no longer reach the
+		// policy.
+		short := testCerts(t, t0.Add(-time.Hour), t0.Add(time.Minute))
+		tok := bearer(mint(hdr("RS256", "rsa1"), claimsAt(t0), rs256(testRSA())))
+		if _, err := a.Authenticate(ctx, tok, short); err != nil {
+			t.Fatal(err)
+		}
+		later := newClock(t0.Add(2 * time.Minute))
+		a.now = later.Now
+		expectReasonCert(t, a, tok, short, ReasonExpired)
+		early := newClock(t0.Add(-2 * time.Hour))
+		a.now = early.Now
+		expectReasonCert(t, a, bearer(mint(hdr("RS256", "rsa1"), claimsAt(early.Now()), rs256(testRSA()))), short, ReasonNotYetValid)
+		// Without the certificate the token alone still authenticates.
+		a.now = later.Now
+		if _, err := a.Authenticate(ctx, tok, nil); err != nil {
+			t.Fatal(err)
 		}
 	})
 

@@ -3,6 +3,9 @@ package auth
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/countersign/countersign/internal/strictjson"
 )
@@ -98,7 +101,44 @@ func decodeClaims(seg []byte) (map[string]any, *Error) {
 	if why != "" {
 		return nil, malformed("claims " + why)
 	}
+	if !numbersInRange(claims) {
+		return nil, malformed("claims hold a number beyond the range of a 64-bit float")
+	}
 	return claims, nil
+}
+
+// numbersInRange reports whether every number in v is one a 64-bit float
+// holds: finite, and not a non-zero value that would round to zero. The
+// claims are the policy's input, and OPA refuses to evaluate numbers far
+// out of range: without this check such a token would authenticate and
+// then fail every decision as "policy unavailable" (a 503 the engine
+// retries) until it expired. No real provider issues such a number.
+func numbersInRange(v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return false
+		}
+		if f == 0 {
+			mant, _, _ := strings.Cut(strings.ToLower(string(x)), "e")
+			return strings.Trim(mant, "-+0.") == ""
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !numbersInRange(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !numbersInRange(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func isBase64URL(b byte) bool {

@@ -126,3 +126,33 @@ func TestNamesMatchedExactly(t *testing.T) {
 		t.Fatal("the location of table a was learned under the name b")
 	}
 }
+
+// TestTwoAuthorizationHeadersRefused: the front authenticates and learns
+// by the first Authorization header, a catalog may act on the last; a
+// request with two is refused before anything is forwarded.
+func TestTwoAuthorizationHeadersRefused(t *testing.T) {
+	up, got := recordingUpstream(t, http.StatusOK, `{"namespaces":[]}`, map[string]string{"Content-Type": "application/json"})
+	front := serveFront(t, newFront(t, Config{Upstream: up.URL}, nil))
+	get := func(authorizations ...string) *http.Response {
+		req, _ := http.NewRequest("GET", front+"/v1/namespaces", nil)
+		for _, a := range authorizations {
+			req.Header.Add("Authorization", a)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	assertErrorModel(t, get("Bearer alice", "Bearer admin"), http.StatusBadRequest, "more than one Authorization header")
+	select {
+	case s := <-got:
+		t.Fatalf("forwarded to the catalog with %v", s.header["Authorization"])
+	default:
+	}
+	resp := get("Bearer alice")
+	resp.Body.Close()
+	if s := <-got; resp.StatusCode != http.StatusOK || s.header.Get("Authorization") != "Bearer alice" {
+		t.Fatalf("one header: %d, forwarded %v", resp.StatusCode, s.header["Authorization"])
+	}
+}

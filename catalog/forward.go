@@ -44,6 +44,13 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 			"countersign is forwarding its limit of "+strconv.Itoa(cap(f.inflight))+" catalog requests at once (catalog.max_concurrency)", 1)
 		return
 	}
+	if len(ctx.Request.Header.PeekAll(fasthttp.HeaderAuthorization)) > 1 {
+		// The front authenticates and learns by the first, the catalog
+		// might act on the last: two callers in one request.
+		writeError(ctx, http.StatusBadRequest, "BadRequestException",
+			"the request has more than one Authorization header; send exactly one", 0)
+		return
+	}
 	method := string(ctx.Method())
 	rt := classify(method, path)
 	if rt.kind == kindCredentials {

@@ -137,7 +137,7 @@ func TestHungJWKSIsCutByTheRequestDeadline(t *testing.T) {
 	claims, _ := json.Marshal(map[string]any{"iss": testIssuer, "aud": "countersign", "sub": "alice", "exp": time.Now().Add(time.Hour).Unix()})
 	signing := enc.EncodeToString([]byte(`{"alg":"EdDSA","kid":"rotated"}`)) + "." + enc.EncodeToString(claims)
 	token := signing + "." + enc.EncodeToString(ed25519.Sign(priv, []byte(signing)))
-	signCut(t, s, auditDir, "Bearer "+token, "waiting for the signing keys", audit.DecisionError)
+	signCut(t, s, auditDir, "Bearer "+token, "waiting for the identity provider's token signing keys", audit.DecisionError)
 }
 
 // With credentials.source assume-role, the first signature needs an STS

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,6 +265,11 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	// requests must finish then. Only the request's own deadline cuts them.
 	stageCtx := h.deadlines.context(start)
 
+	authz, single := authorization(ctx)
+	if !single {
+		c.refuse(http.StatusBadRequest, errTwoAuthorizations, 0)
+		return
+	}
 	dec := h.decoders.Get().(*remotesign.Decoder)
 	in, err := dec.Decode(ctx.PostBody(), h.opts.Limits)
 	h.decoders.Put(dec)
@@ -275,7 +281,7 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		// bad requests are not charged to its source's limit of refusals
 		// before authentication (limitRefusal): an engine's malformed
 		// requests would otherwise turn into 429s, which clients retry.
-		authz, certs := ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx)
+		certs := peerCertificates(ctx)
 		if len(authz) > 0 || len(certs) > 0 {
 			if id, err := h.stages.Authenticator.Authenticate(stageCtx, authz, certs); err == nil {
 				c.identity = id
@@ -285,11 +291,11 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	c.in = in
 
-	id, err := h.stages.Authenticator.Authenticate(stageCtx, ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx))
+	id, err := h.stages.Authenticator.Authenticate(stageCtx, authz, peerCertificates(ctx))
 	start = h.observe(stageAuthenticate, start)
 	if err != nil {
 		h.refuseAuth(c, err)
-		h.cutByDeadline(stageCtx, c, "authenticating (waiting for the signing keys)")
+		h.cutByDeadline(stageCtx, c, "authenticating (waiting for the identity provider's token signing keys)")
 		return
 	}
 	c.identity = id
@@ -317,7 +323,7 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	c.req = req
 
-	h.locateTable(stageCtx, c, ctx.Request.Header.Peek("Authorization"))
+	h.locateTable(stageCtx, c, authz)
 	if c.status != 0 {
 		h.cutByDeadline(stageCtx, c, "asking the catalog for the table's location")
 		return
@@ -386,6 +392,16 @@ func (h *Handler) refuseAuth(c *call, err error) {
 	c.refuse(http.StatusUnauthorized, msg, 0)
 }
 
+// challenge is the WWW-Authenticate value of a 401 refusal with message
+// msg (refuseAuth's): RFC 6750 §3's error="invalid_token" when a token was
+// presented and refused, no error code when the request carried none.
+func challenge(msg string) string {
+	if strings.HasPrefix(msg, "authentication failed ("+auth.ReasonMissingToken.String()+")") {
+		return `Bearer realm="countersign"`
+	}
+	return `Bearer realm="countersign", error="invalid_token"`
+}
+
 // finish records the call in the audit log and then answers it: the signed
 // result, or the refusal in Iceberg's error model. The answer waits until
 // the records are durable; when they cannot be written, nothing is signed.
@@ -419,7 +435,7 @@ func (h *Handler) finish(ctx *fasthttp.RequestCtx, c *call) {
 		writeError(ctx, c.status, c.msg, c.retryAfter)
 		ctx.Response.Header.Set("X-Request-Id", c.requestID)
 		if c.status == http.StatusUnauthorized {
-			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="countersign"`)
+			ctx.Response.Header.Set("WWW-Authenticate", challenge(c.msg))
 		}
 		return
 	}

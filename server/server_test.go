@@ -381,6 +381,11 @@ allow if {
 		if tc.status == 401 && (e["type"] != "NotAuthorizedException" || r.header["WWW-Authenticate"] == "") {
 			t.Fatalf("case %d: %s %v", i, r.raw, r.header)
 		}
+		// RFC 6750 §3: an error code when a token was refused, none when
+		// the request carried none.
+		if tc.status == 401 && strings.Contains(r.header["WWW-Authenticate"], `error="invalid_token"`) == (tc.msg == "(missing_token)") {
+			t.Fatalf("case %d: WWW-Authenticate %q", i, r.header["WWW-Authenticate"])
+		}
 		if tok := strings.TrimPrefix(tc.authorization, "Bearer "); len(tok) > 20 && strings.Contains(r.raw, tok) {
 			t.Fatalf("case %d: the token is echoed", i)
 		}

@@ -95,7 +95,12 @@ func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 	stageCtx, cancel := context.WithTimeout(context.Background(), h.opts.RequestTimeout)
 	defer cancel()
 
-	id, err := h.stages.Authenticator.Authenticate(stageCtx, ctx.Request.Header.Peek("Authorization"), peerCertificates(ctx))
+	authz, single := authorization(ctx)
+	if !single {
+		h.refuseVend(ctx, vr, req, http.StatusBadRequest, errTwoAuthorizations, 0)
+		return
+	}
+	id, err := h.stages.Authenticator.Authenticate(stageCtx, authz, peerCertificates(ctx))
 	if err != nil {
 		var c call
 		h.refuseAuth(&c, err)
@@ -115,7 +120,7 @@ func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 	if vr.table != nil && h.opts.Tables != nil {
 		// With a catalog front, the table's location is the catalog's, as
 		// it answers this caller; a caller it refuses gets nothing.
-		loc, err := h.opts.Tables.Locate(stageCtx, id.TokenHash, ctx.Request.Header.Peek("Authorization"), vr.tablePath)
+		loc, err := h.opts.Tables.Locate(stageCtx, id.TokenHash, authz, vr.tablePath)
 		if err != nil {
 			var r interface{ Retryable() bool }
 			if errors.As(err, &r) && r.Retryable() {
@@ -181,7 +186,7 @@ func (h *Handler) refuseVend(ctx *fasthttp.RequestCtx, vr vendRoute, req *vend.R
 	}
 	writeVendError(ctx, vr.api, status, msg, retryAfter)
 	if status == http.StatusUnauthorized {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="countersign"`)
+		ctx.Response.Header.Set("WWW-Authenticate", challenge(msg))
 	}
 }
 
