@@ -84,7 +84,10 @@ func (s *Servers) StartCountersign(t testing.TB, config string, env ...string) *
 	return nil
 }
 
-// LockedBuffer is a goroutine-safe log sink.
+// LockedBuffer is a goroutine-safe log sink. It is the twin of the main
+// module's internal/syncbuf.Buffer, written again because this module does
+// not require the main one (the tests' helpers build without its
+// dependencies).
 type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
