@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -84,6 +85,13 @@ func (s *snapshot) read(h io.Writer, readFile func(string) ([]byte, error), path
 	for _, de := range des {
 		child := filepath.Join(path, de.Name())
 		if err := s.read(h, readFile, child, depth+1); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// Gone since the listing: a deployment tool's temporary
+				// file renamed into place, or a file removed. Not part of
+				// this snapshot; the settle rounds read the directory
+				// again, so a change is still seen whole.
+				continue
+			}
 			return err
 		}
 		if e, ok := s.entries[child]; ok {

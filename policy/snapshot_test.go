@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -81,5 +82,41 @@ func TestSnapshotIsImmune(t *testing.T) {
 	}
 	if err := s2.runTests(context.Background()); err == nil {
 		t.Fatal("the test that fails against B passed")
+	}
+}
+
+// TestSnapshotSkipsFilesGoneSinceTheListing: a deployment tool writes a
+// temporary file and renames it into place; a file listed and then gone
+// (here: readFile says so, as when the rename lands between the listing
+// and the read) is not in the snapshot, and the rest loads. Before, the
+// reload failed ("no such file or directory") and was reported as a
+// broken policy (a flake of TestManagerKeepsLastGoodPolicy showed it).
+func TestSnapshotSkipsFilesGoneSinceTheListing(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"authz.rego": snapA, "gone.rego": snapB} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := filepath.Join(dir, "gone.rego")
+	s, err := readSnapshot([]string{dir}, func(p string) ([]byte, error) {
+		if p == gone {
+			return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+		}
+		return os.ReadFile(p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.entries[gone]; ok {
+		t.Fatal("a file gone since the listing is in the snapshot")
+	}
+	if _, ok := s.entries[filepath.Join(dir, "authz.rego")]; !ok {
+		t.Fatal("the remaining file is not in the snapshot")
+	}
+	// A path named in the configuration that does not exist is still an
+	// error.
+	if _, err := readSnapshot([]string{filepath.Join(dir, "missing")}, os.ReadFile); err == nil {
+		t.Fatal("a missing configured path was accepted")
 	}
 }
