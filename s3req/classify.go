@@ -2,6 +2,7 @@ package s3req
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/countersign/countersign/remotesign"
@@ -121,6 +122,10 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 		return nil, malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, not on %s %s", in.Method, op.name)
 	}
 
+	if err := checkMultipartParams(op.name, q); err != nil {
+		return nil, err
+	}
+
 	main := Target{Operation: op.name, Action: op.action, Access: op.access, Bucket: r.Bucket, Key: r.Key, Role: "object"}
 	if r.Key == "" {
 		main.Role = "bucket"
@@ -220,6 +225,30 @@ func (c *Classifier) splitBucketKey(r *Request, m hostMatch, rawPath string) err
 		return err
 	}
 	r.Key = key
+	return nil
+}
+
+// checkMultipartParams: an uploadId names an upload and a partNumber is a
+// part's number (1 to 10,000, in its one decimal spelling), or the request
+// is refused. A server that takes an empty uploadId for none runs another
+// operation than the one decided: Ceph RGW serves DELETE ?uploadId= as
+// DeleteObject, which a grant of write (AbortMultipartUpload) must not
+// reach. UploadPart without a part number is not a request S3 serves.
+func checkMultipartParams(op string, q params) error {
+	if p, ok := q.get("uploadId"); ok && p.value == "" {
+		return malformed("uri query parameter \"uploadId\" is empty: name the upload")
+	}
+	p, ok := q.get("partNumber")
+	if !ok {
+		if op == "UploadPart" || op == "UploadPartCopy" {
+			return malformed("%s needs the uri query parameter \"partNumber\"", op)
+		}
+		return nil
+	}
+	n, err := strconv.Atoi(p.value)
+	if err != nil || n < 1 || n > 10000 || strconv.Itoa(n) != p.value {
+		return malformed("uri query parameter \"partNumber\" is %q: a part number is 1 to 10000, in decimal without sign or leading zeros", truncate(p.value))
+	}
 	return nil
 }
 

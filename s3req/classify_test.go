@@ -437,6 +437,21 @@ func TestRejects(t *testing.T) {
 		{"delete second root", "POST", "http://localhost:7070/lake?delete", nil, ptr("<Delete><Object><Key>a</Key></Object></Delete><Delete><Object><Key>b</Key></Object></Delete>"), "", 400, "unexpected element"},
 		{"delete foreign namespace", "POST", "http://localhost:7070/lake?delete", nil, ptr(`<Delete xmlns="urn:x"><Object><Key>a</Key></Object></Delete>`), "", 400, "namespace"},
 		{"delete bad quiet", "POST", "http://localhost:7070/lake?delete", nil, ptr("<Delete><Object><Key>a</Key></Object><Quiet>yes</Quiet></Delete>"), "", 400, "Quiet"},
+		// Found by a black-box probe: an empty uploadId was signed as
+		// AbortMultipartUpload, which Ceph RGW serves as DeleteObject.
+		{"abort with empty uploadId", "DELETE", "http://localhost:7070/lake/k?uploadId=", nil, nil, "", 400, "\"uploadId\" is empty"},
+		{"abort with valueless uploadId", "DELETE", "http://localhost:7070/lake/k?uploadId", nil, nil, "", 400, "\"uploadId\" is empty"},
+		{"list parts with empty uploadId", "GET", "http://localhost:7070/lake/k?uploadId=", nil, nil, "", 400, "\"uploadId\" is empty"},
+		{"complete with empty uploadId", "POST", "http://localhost:7070/lake/k?uploadId=", nil, nil, "", 400, "\"uploadId\" is empty"},
+		{"upload part with empty uploadId", "PUT", "http://localhost:7070/lake/k?partNumber=1&uploadId=", nil, nil, "", 400, "\"uploadId\" is empty"},
+		{"upload part without part number", "PUT", "http://localhost:7070/lake/k?uploadId=u", nil, nil, "", 400, "needs the uri query parameter \"partNumber\""},
+		{"part number zero", "PUT", "http://localhost:7070/lake/k?partNumber=0&uploadId=u", nil, nil, "", 400, "\"partNumber\" is \"0\""},
+		{"part number leading zero", "PUT", "http://localhost:7070/lake/k?partNumber=01&uploadId=u", nil, nil, "", 400, "\"partNumber\""},
+		{"part number not a number", "PUT", "http://localhost:7070/lake/k?partNumber=abc&uploadId=u", nil, nil, "", 400, "\"partNumber\""},
+		{"part number too large", "PUT", "http://localhost:7070/lake/k?partNumber=10001&uploadId=u", nil, nil, "", 400, "\"partNumber\""},
+		{"part number signed", "GET", "http://localhost:7070/lake/k?partNumber=%2B1", nil, nil, "", 400, "\"partNumber\""},
+		{"upload part 10000", "PUT", "http://localhost:7070/lake/k?partNumber=10000&uploadId=u", nil, nil, "", 200, ""},
+		{"get part 1", "GET", "http://localhost:7070/lake/k?partNumber=1", nil, nil, "", 200, ""},
 		{"delete multi-valued md5", "POST", "http://localhost:7070/lake?delete", remotesign.Headers{{Name: "Content-MD5", Values: []string{md5b64(body), md5b64("x")}}}, &body, "", 400, "exactly one value"},
 	}
 	for _, tc := range cases {

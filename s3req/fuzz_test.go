@@ -29,6 +29,8 @@ func FuzzClassify(f *testing.F) {
 		{"GET", "http://[::1]:7070/lake/k", "", ""},
 		{"GET", "http://u@localhost:7070/lake/%2e%2e/k", "", ""},
 		{"DELETE", "http://127.0.0.1:7070/lake/k?versionId=1&x-id=DeleteObject", "", ""},
+		{"DELETE", "http://localhost:7070/lake/k?uploadId=", "", ""},
+		{"PUT", "http://localhost:7070/lake/k?partNumber=01&uploadId=u", "", ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.uri, s.copySrc, s.body)
@@ -99,6 +101,13 @@ func FuzzClassify(f *testing.F) {
 			sum := sha256.Sum256([]byte(body))
 			if r.ContentSHA256 != hex.EncodeToString(sum[:]) {
 				t.Fatalf("DeleteObjects signed with payload hash %q, not the body's SHA-256", r.ContentSHA256)
+			}
+		}
+		// A multipart request names its upload, and a part its number.
+		for kv := range strings.SplitSeq(r.RawQuery, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if (k == "uploadId" && v == "") || (k == "partNumber" && (v == "" || v[0] < '1' || v[0] > '9')) {
+				t.Fatalf("%s accepted with %q", r.Operation, kv)
 			}
 		}
 		// The request's own key must re-encode to exactly the path sent.
