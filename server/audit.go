@@ -96,6 +96,12 @@ func (c *call) auditRecords() []*audit.Record {
 		switch {
 		case d.err != nil:
 			r.Decision = audit.DecisionError
+		case d.Allow && c.signed == nil && c.status == http.StatusBadRequest:
+			// Allowed, then refused as malformed by the signer (a header
+			// it must add already there, a date it cannot sign): not an
+			// allow an auditor would look for. policy_revision still
+			// names the policy that allowed it.
+			r.Decision = audit.DecisionMalformed
 		case d.Allow:
 			r.Decision = audit.DecisionAllow
 			r.Signing = signing

@@ -68,3 +68,29 @@ func TestTwoAuthorizationHeadersRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedBySignerRecordedMalformed (found by a black-box probe): a
+// request the policy allowed and the signer then refused as malformed (it
+// already carries a header countersign must set) was recorded as "allow"
+// with status 400. It is "malformed" now, naming the policy revision that
+// allowed it, and it has no signing block.
+func TestRefusedBySignerRecordedMalformed(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestServer(t, testPolicy, nil, Options{})
+	s.handler.stages.Audit = openTestAuditIn(t, dir)
+	for _, h := range []string{`"Authorization":["AWS4-HMAC-SHA256 x"]`, `"X-Amz-Date":["19700101T000000Z"]`} {
+		body := `{"region":"us-east-1","uri":"http://localhost:7070/lake/wh/f.parquet","method":"GET","headers":{` + h + `}}`
+		if r := do(t, s, "POST", "/v1/aws/s3/sign", body); r.status != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", h, r.status, r.raw)
+		}
+	}
+	recs := accessRecords(t, dir, audit.KindAccess)
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, r := range recs {
+		if r.Decision != audit.DecisionMalformed || r.Status != http.StatusBadRequest || r.Signing != nil || r.PolicyRevision == "" || r.Operation != "GetObject" {
+			t.Fatalf("record %+v", r)
+		}
+	}
+}
