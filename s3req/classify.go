@@ -57,6 +57,10 @@ func New(opts Options) (*Classifier, error) {
 // maxKeyBytes is S3's limit on the length of an object key.
 const maxKeyBytes = 1024
 
+// maxObjectBytes is S3's limit on the size of an object (5 TiB), and so on
+// any Content-Length it accepts.
+const maxObjectBytes = 5 << 40
+
 // Classify parses and checks one sign request. The returned error is an
 // *Error carrying the HTTP status to answer with.
 func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
@@ -347,6 +351,15 @@ func checkHeaders(h remotesign.Headers, authority string) error {
 			if len(h[i].Values) != 1 || h[i].Values[0] != authority {
 				return malformed("header Host must equal the uri's host %q", truncate(authority))
 			}
+		case strings.EqualFold(name, "Content-Length"):
+			// One spelling, as SigV4 signs it ("010" is signed as 10, and
+			// a server that hashes the header as sent refuses it): decimal
+			// without sign or leading zeros, within S3's 5 TiB.
+			v, _ := h.Get(name)
+			n, err := strconv.ParseUint(v, 10, 63)
+			if err != nil || (len(v) > 1 && v[0] == '0') || n > maxObjectBytes { // ParseUint takes no sign
+				return malformed("header Content-Length %q is not a length: decimal without sign or leading zeros, at most %d", truncate(v), uint64(maxObjectBytes))
+			}
 		case strings.EqualFold(name, "x-amz-content-sha256"):
 			v, ok := h.Get(name)
 			if !ok {
@@ -408,18 +421,8 @@ func (c *Classifier) setPayloadHash(r *Request) error {
 }
 
 // isZeroLength reports whether a Content-Length value is a length of zero
-// as the signer parses it ("0", "00", ...).
-func isZeroLength(v string) bool {
-	if v == "" {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] != '0' {
-			return false
-		}
-	}
-	return true
-}
+// (its one spelling: checkHeaders refuses "00").
+func isZeroLength(v string) bool { return v == "0" }
 
 type objectRef struct {
 	bucket, key, versionID string

@@ -13,6 +13,7 @@ import (
 	"hash/crc32"
 	"hash/crc64"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/countersign/countersign/remotesign"
@@ -156,6 +157,10 @@ func (c *Classifier) deleteTargets(r *Request, in *remotesign.Request) ([]Target
 		return nil, malformed("DeleteObjects body is larger than %d bytes", c.opts.MaxDeleteBodyBytes)
 	}
 	body := []byte(in.Body)
+	if v, ok := r.Headers.Get("Content-Length"); ok && v != strconv.Itoa(len(body)) {
+		// The length the client will send is not the body decided on.
+		return nil, malformed("DeleteObjects Content-Length %q is not the body's length %d", truncate(v), len(body))
+	}
 	if err := bindDeleteBody(r, body); err != nil {
 		return nil, err
 	}

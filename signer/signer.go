@@ -296,8 +296,10 @@ func (s *Signer) SignFor(ctx context.Context, r *s3req.Request, c Caller) (*Sign
 				return nil, err
 			}
 			n, perr := strconv.ParseUint(v, 10, 63)
-			if perr != nil {
-				return nil, fmt.Errorf("%w: header %q value %q is not a valid length", ErrBadRequest, h.Name, clip(v))
+			if perr != nil || (len(v) > 1 && v[0] == '0') { // ParseUint takes no sign
+				// One spelling: the value is signed in decimal and echoed
+				// as sent, so "010" would reach the server unsigned.
+				return nil, fmt.Errorf("%w: header %q value %q is not a length in decimal without sign or leading zeros", ErrBadRequest, h.Name, clip(v))
 			}
 			// Signed in decimal when positive, as SigV4 signers do (a
 			// declared 0 is bound through the payload hash: s3req).

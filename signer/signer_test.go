@@ -382,6 +382,24 @@ func TestClientDate(t *testing.T) {
 	}
 }
 
+// TestContentLengthOneSpelling: a Content-Length is signed in decimal and
+// echoed as sent, so only its decimal spelling is signed ("010" was signed
+// as content-length:10, found by a black-box probe).
+func TestContentLengthOneSpelling(t *testing.T) {
+	s, _ := newTestSigner(t, staticCreds(""))
+	for v, ok := range map[string]bool{"10": true, "0": true, "010": false, "00": false, "+1": false, "-1": false, " 1": false, "1e3": false} {
+		r := &s3req.Request{
+			Method: "PUT", Region: "us-east-1", Scheme: "https", Host: "b.s3.amazonaws.com", RawPath: "/k",
+			Headers:       hdrs("Content-Length", v),
+			ContentSHA256: "UNSIGNED-PAYLOAD", AddContentSHA256: true,
+		}
+		out, err := s.Sign(context.Background(), r)
+		if ok != (err == nil) || (!ok && (!errors.Is(err, ErrBadRequest) || out != nil)) {
+			t.Errorf("Content-Length %q: %v, %v; want accepted %v", v, out, err, ok)
+		}
+	}
+}
+
 func TestPreSignedRejected(t *testing.T) {
 	s, _ := newTestSigner(t, staticCreds(testToken))
 	for _, name := range []string{"Authorization", "authorization", "X-Amz-Security-Token", "x-amz-security-token"} {
