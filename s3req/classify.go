@@ -122,6 +122,9 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 
 	op := classifyOperation(in.Method, r.Bucket != "", r.Key != "", hasCopy, q)
 	r.Operation = op.name
+	if hasCopy && op.name == OperationUnknown {
+		return nil, malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, and this %s is neither: its query (subresource, x-id or parameters) names no operation countersign knows", in.Method)
+	}
 	if hasCopy && op.name != "CopyObject" && op.name != "UploadPartCopy" {
 		return nil, malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, not on %s %s", in.Method, op.name)
 	}
@@ -331,8 +334,28 @@ func checkBucket(b string) error {
 	if isIPAddr(b) {
 		return malformed("bucket name %q must not be an IP address", truncate(b))
 	}
+	for _, p := range reservedBucketPrefixes {
+		if strings.HasPrefix(b, p) {
+			return malformed("bucket name %q starts with %q, which S3 reserves", truncate(b), p)
+		}
+	}
+	for _, sfx := range reservedBucketSuffixes {
+		if strings.HasSuffix(b, sfx) {
+			return malformed("bucket name %q ends with %q, which S3 reserves for aliases of access points and other resources: name the bucket itself", truncate(b), sfx)
+		}
+	}
 	return nil
 }
+
+// S3 reserves these name forms (its bucket naming rules). The suffixes
+// are aliases (an access point's, an Object Lambda access point's, a
+// Multi-Region Access Point's): a request to one reaches another bucket
+// than the one the policy sees named. Directory buckets ("--x-s3") are
+// buckets and stay valid.
+var (
+	reservedBucketPrefixes = [...]string{"xn--", "sthree-", "amzn-s3-demo-"}
+	reservedBucketSuffixes = [...]string{"-s3alias", "--ol-s3", ".mrap", "--table-s3"}
+)
 
 func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 

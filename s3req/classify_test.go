@@ -463,6 +463,12 @@ func TestRejects(t *testing.T) {
 		{"content-length huge", "PUT", "http://localhost:7070/lake/k", hdrs("Content-Length", "99999999999999999999999"), nil, "", 400, "Content-Length"},
 		{"content-length 5 TiB", "PUT", "http://localhost:7070/lake/k", hdrs("Content-Length", "5497558138880"), nil, "", 200, ""},
 		{"delete content-length not the body's", "POST", "http://localhost:7070/lake?delete", hdrs("Content-Length", "1"), &body, "", 400, "is not the body's length"},
+		{"copy source on an unknown operation", "PUT", "http://localhost:7070/lake/k?x-id=PutObject", hdrs("x-amz-copy-source", "/lake/src"), nil, "", 400, "names no operation countersign knows"},
+		{"access point alias", "GET", "http://localhost:7070/lake-ap-abcdefgh-s3alias/k", nil, nil, "", 400, "reserves for aliases"},
+		{"object lambda alias", "GET", "http://localhost:7070/lake-abcdefgh--ol-s3/k", nil, nil, "", 400, "reserves for aliases"},
+		{"punycode prefix", "GET", "http://localhost:7070/xn--lake/k", nil, nil, "", 400, "starts with \"xn--\""},
+		{"sthree prefix", "GET", "http://localhost:7070/sthree-lake/k", nil, nil, "", 400, "starts with \"sthree-\""},
+		{"directory bucket", "GET", "http://localhost:7070/lake--use1-az4--x-s3/k", nil, nil, "", 200, ""},
 		{"delete multi-valued md5", "POST", "http://localhost:7070/lake?delete", remotesign.Headers{{Name: "Content-MD5", Values: []string{md5b64(body), md5b64("x")}}}, &body, "", 400, "exactly one value"},
 	}
 	for _, tc := range cases {

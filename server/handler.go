@@ -596,6 +596,9 @@ func (h *Handler) countDecision(action string, allow bool, err error) {
 
 func deniedMessage(t *s3req.Target) string {
 	obj := t.ARN()
+	if t.VersionID != "" {
+		obj = fmt.Sprintf("%s (version %q)", obj, t.VersionID)
+	}
 	if t.Prefix != nil {
 		obj = fmt.Sprintf("%s (prefix %q)", obj, *t.Prefix)
 	}

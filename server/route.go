@@ -87,12 +87,12 @@ func matchTablePath(p, verb, name, sep string) (route, bool) {
 	t := &policyinput.Table{}
 	var ok1, ok2, ok3 bool
 	if prefix != "" {
-		t.Prefix, ok1 = unescapeSegment(prefix)
+		t.Prefix, ok1 = unescapeSegment(prefix, false)
 	} else {
 		ok1 = true
 	}
-	ns, ok2 := unescapeSegment(segs[1])
-	t.Name, ok3 = unescapeSegment(segs[3])
+	ns, ok2 := unescapeSegment(segs[1], true)
+	t.Name, ok3 = unescapeSegment(segs[3], false)
 	if !ok1 || !ok2 || !ok3 || ns == "" || t.Name == "" {
 		return route{}, false
 	}
@@ -106,9 +106,11 @@ func matchTablePath(p, verb, name, sep string) (route, bool) {
 }
 
 // unescapeSegment percent-decodes one path segment. Invalid escapes, invalid
-// UTF-8 and control characters other than the namespace separator are
-// refused. An encoded '/' is kept: segments were split before decoding.
-func unescapeSegment(s string) (string, bool) {
+// UTF-8 and control characters are refused, except the namespace
+// separator (U+001F) where levels are joined (namespace is true): a
+// table's name or a prefix holds none. An encoded '/' is kept: segments
+// were split before decoding.
+func unescapeSegment(s string, namespace bool) (string, bool) {
 	if s == "" {
 		return "", false
 	}
@@ -126,7 +128,7 @@ func unescapeSegment(s string) (string, bool) {
 			c = byte(hi<<4 | lo)
 			i += 2
 		}
-		if (c < 0x20 && c != 0x1f) || c == 0x7f {
+		if (c < 0x20 && !(namespace && c == 0x1f)) || c == 0x7f {
 			return "", false
 		}
 		b = append(b, c)

@@ -193,7 +193,8 @@ func TestSignRoutes(t *testing.T) {
 			t.Fatalf("%s: no Authorization in %v", path, hdrs)
 		}
 	}
-	for _, path := range []string{"/v2/aws/s3/sign", "/catalogx/v1/aws/s3/sign", "/v1/namespaces/db/tables/sign", "/v1/namespaces/%ZZ/tables/t/sign"} {
+	for _, path := range []string{"/v2/aws/s3/sign", "/catalogx/v1/aws/s3/sign", "/v1/namespaces/db/tables/sign", "/v1/namespaces/%ZZ/tables/t/sign",
+		"/v1/namespaces/db/tables/t%1Fx/sign", "/v1/p%1Fq/namespaces/db/tables/t/sign", "/v1/namespaces/db/tables/t%09/sign"} {
 		if r := do(t, s, "POST", path, body); r.status != 404 || r.body["error"] == nil {
 			t.Fatalf("%s: %d %s", path, r.status, r.raw)
 		}
@@ -245,6 +246,7 @@ func TestErrorsUseIcebergModel(t *testing.T) {
 		{`{`, 400, "BadRequestException", "invalid sign request"},
 		{signBody("GET", "http://evil:7070/lake/k"), 403, "ForbiddenException", "not a configured S3 endpoint"},
 		{signBody("GET", "http://localhost:7070/lake/denied/k"), 403, "ForbiddenException", "access denied: GetObject on arn:aws:s3:::lake/denied/k"},
+		{signBody("GET", "http://localhost:7070/lake/denied/k?versionId=v9"), 403, "ForbiddenException", `access denied: GetObject on arn:aws:s3:::lake/denied/k (version "v9")`},
 		{signBody("PUT", "http://localhost:7070/lake/k?acl"), 403, "ForbiddenException", "PutObjectAcl"},
 		{signBody("GET", "http://localhost:7070/lake/a%2Fb"), 400, "BadRequestException", "canonical"},
 	}
