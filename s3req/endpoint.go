@@ -159,6 +159,13 @@ func matchEndpoint(endpoints []Endpoint, scheme, host string, port int, region s
 	if regionErr != nil {
 		return hostMatch{}, regionErr
 	}
+	if r, ok := awsHostRegion(host); ok && r != region {
+		for i := range endpoints {
+			if e := &endpoints[i]; e.AWS && e.Scheme == scheme && e.effectivePort() == port {
+				return hostMatch{}, forbidden("host %q is S3's endpoint in region %q, but the request's region is %q: they must agree", truncate(host), r, truncate(region))
+			}
+		}
+	}
 	if err := unservedVirtualHost(endpoints, scheme, host, port); err != nil {
 		return hostMatch{}, err
 	}
@@ -228,6 +235,33 @@ func matchAWSHost(e *Endpoint, host, region string) (hostMatch, bool) {
 		}
 	}
 	return hostMatch{}, false
+}
+
+// awsHostRegion is the region of an S3 host name on amazonaws.com, path
+// or virtual style ("s3.R", "s3.dualstack.R", the global "s3" for
+// us-east-1), for the message of a host whose region is not the
+// request's.
+func awsHostRegion(host string) (string, bool) {
+	rest, ok := strings.CutSuffix(host, ".amazonaws.com")
+	if !ok {
+		return "", false
+	}
+	labels := strings.Split(rest, ".")
+	for j := len(labels) - 1; j >= 0; j-- {
+		if labels[j] != "s3" {
+			continue
+		}
+		switch tail := labels[j+1:]; {
+		case len(tail) == 0:
+			return "us-east-1", true
+		case len(tail) == 1 && validRegion(tail[0]):
+			return tail[0], true
+		case len(tail) == 2 && tail[0] == "dualstack" && validRegion(tail[1]):
+			return tail[1], true
+		}
+		return "", false
+	}
+	return "", false
 }
 
 func validRegion(r string) bool {
