@@ -230,7 +230,14 @@ func TestGeneratedPoliciesDifferential(t *testing.T) {
 	if total.policies < n/2 {
 		t.Errorf("only %d of %d generated policies compiled", total.policies, n)
 	}
-	if total.residual < total.decisions/8 {
+	// A policy's decisions go to its residual or not as one, so the share
+	// varies with the seed: 11-33% over 41 seeds of the race run's 60
+	// policies (four below 1/8), narrower with the 600 of a plain run.
+	floor := total.decisions / 8
+	if n < 200 {
+		floor = total.decisions / 16
+	}
+	if total.residual < floor {
 		t.Errorf("only %d of %d decisions were the residual's", total.residual, total.decisions)
 	}
 }
