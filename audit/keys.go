@@ -69,14 +69,21 @@ func VerifierKey(signerKey string) (string, error) {
 func ParseVerifiers(keys ...string) (note.Verifiers, error) {
 	var list []note.Verifier
 	for _, k := range keys {
+		n := 0
 		for line := range strings.Lines(k) {
+			n++
 			line = strings.TrimSpace(line)
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
+			// The text is never quoted: what is not a verifier key may be
+			// a secret given by mistake (the signer key, the HMAC key).
+			if strings.HasPrefix(line, "PRIVATE+KEY+") {
+				return nil, fmt.Errorf("audit: line %d is a checkpoint signer (private) key, not a verifier key: give its verifier key (countersign audit pubkey -key FILE) and keep the signer key secret", n)
+			}
 			v, err := note.NewVerifier(line)
 			if err != nil {
-				return nil, fmt.Errorf("audit: verifier key %q: %w", line, err)
+				return nil, fmt.Errorf("audit: line %d is not a checkpoint verifier key (NAME+HASH+KEY, as countersign audit pubkey prints it): %w", n, err)
 			}
 			list = append(list, v)
 		}

@@ -111,6 +111,9 @@ func (v *auditVerifierFlags) load() (note.Verifiers, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, err := audit.ParseVerifiers(string(b)); err != nil {
+			return nil, fmt.Errorf("-pubkey %s: %w", f, err)
+		}
 		keys = append(keys, string(b))
 	}
 	if len(keys) == 0 {

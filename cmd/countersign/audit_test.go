@@ -118,6 +118,21 @@ func TestAuditCommands(t *testing.T) {
 		t.Fatalf("query before the log: %q", out)
 	}
 
+	// A secret given as the verifier key is refused without being printed
+	// (found by a black-box probe: the error quoted the whole signer key).
+	for _, secretFile := range []string{"checkpoint.key", "hmac.key"} {
+		secret, _ := os.ReadFile(filepath.Join(keys, secretFile))
+		code, out, errOut := runAuditCmd(t, "verify", "-dir", dir, "-pubkey", filepath.Join(keys, secretFile))
+		text := strings.TrimSpace(string(secret))
+		if code == 0 || strings.Contains(out+errOut, text) || strings.Contains(out+errOut, text[len(text)-20:]) || !strings.Contains(out+errOut, secretFile) {
+			t.Fatalf("verify -pubkey %s: %d\n%s%s", secretFile, code, out, errOut)
+		}
+		code, out, errOut = runAuditCmd(t, "verify", "-dir", dir, "-pubkey-text", text)
+		if code == 0 || strings.Contains(out+errOut, text[len(text)-20:]) {
+			t.Fatalf("verify -pubkey-text with %s: %d\n%s%s", secretFile, code, out, errOut)
+		}
+	}
+
 	// Inclusion proof round trip.
 	code, proof, errOut := runAuditCmd(t, "proof", "-dir", dir, "-id", recs[1].ID)
 	if code != 0 {
