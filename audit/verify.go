@@ -357,6 +357,14 @@ func (v *verifier) segment(segs []SegmentInfo, i int) error {
 		}
 		v.artefact("%s: sealed but its final checkpoint is missing (a crash or a full disk while closing); Open adds it", seg.Name)
 	}
+	if isLast && sealed && !abandoned && last.Detail["reason"] != "close" {
+		// A rotation seals the segment and then opens the next; a log that
+		// ends on one either stopped in between or lost its newest
+		// segments, and only a checkpoint kept elsewhere tells which.
+		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf(
+			"%s, the newest segment, is sealed for rotation (reason %q) and no segment follows it: the writer stopped between sealing it and opening the next, or the newest segments were removed; verify against a checkpoint kept outside the log (-trusted) to tell which",
+			seg.Name, last.Detail["reason"]))
+	}
 	if ib != nil {
 		return v.checkIndex(seg, ib, sealed && !abandoned)
 	}

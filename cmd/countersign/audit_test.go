@@ -133,6 +133,29 @@ func TestAuditCommands(t *testing.T) {
 		}
 	}
 
+	// The newest segments removed: what is left still verifies (only a
+	// checkpoint kept elsewhere can tell), but verify says the log ends on
+	// a rotation (found by a black-box probe: it said only "ok"). The
+	// whole log, closed, ends on the close's seal and has no warning.
+	if code, out, _ := runAuditCmd(t, "verify", "-dir", dir, "-pubkey", pub); code != 0 || strings.Contains(out, "warning:") {
+		t.Fatalf("verify of the closed log: %d\n%s", code, out)
+	}
+	cut := filepath.Join(t.TempDir(), "cut")
+	os.CopyFS(cut, os.DirFS(dir))
+	segs, _ := filepath.Glob(filepath.Join(cut, "seg-*.jsonl"))
+	if len(segs) < 3 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	newest := strings.TrimSuffix(segs[len(segs)-1], ".jsonl")
+	olds, _ := filepath.Glob(newest + ".*")
+	for _, f := range olds {
+		os.Remove(f)
+	}
+	code, out, errOut = runAuditCmd(t, "verify", "-dir", cut, "-pubkey", pub)
+	if code != 0 || !strings.Contains(out, "warning: ") || !strings.Contains(out, `sealed for rotation (reason "size")`) {
+		t.Fatalf("verify without the newest segment: %d\n%s%s", code, out, errOut)
+	}
+
 	// Inclusion proof round trip.
 	code, proof, errOut := runAuditCmd(t, "proof", "-dir", dir, "-id", recs[1].ID)
 	if code != 0 {
