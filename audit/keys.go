@@ -24,8 +24,13 @@ import (
 // checkpoint signatures, e.g. "countersign-audit-prod".
 func GenerateKeys(name string) (signerKey, verifierKey, hmacKey string, err error) {
 	signerKey, verifierKey, err = note.GenerateKey(rand.Reader, name)
+	if err == nil {
+		// GenerateKey writes any name; one with a space or a '+' makes a
+		// key nothing can read back.
+		_, err = note.NewSigner(signerKey)
+	}
 	if err != nil {
-		return "", "", "", fmt.Errorf("audit: key name %q: %w", name, err)
+		return "", "", "", fmt.Errorf("audit: key name %q: a key name is printable, without spaces or '+' (%w)", name, err)
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -101,6 +101,9 @@ func (q *auditQueryFlags) filter(now time.Time) (audit.Filter, error) {
 	if f.Until, err = auditParseTime(q.until, now); err != nil {
 		return f, errors.New("-until: " + err.Error())
 	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, fmt.Errorf("-since %s is not before -until %s: no record can match", q.since, q.until)
+	}
 	switch d := audit.Decision(q.decision); d {
 	case "", audit.DecisionAllow, audit.DecisionDeny, audit.DecisionError, audit.DecisionUnauthenticated, audit.DecisionMalformed:
 		f.Decision = d
@@ -257,10 +260,15 @@ func auditParseTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t, err = time.Parse(time.DateOnly, s)
 	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
+	if err == nil {
+		// The zero time would mean "no bound" to the filter.
+		if t.Before(time.Unix(0, 0)) {
+			return time.Time{}, fmt.Errorf("%q is before 1970: no record is that old", s)
+		}
 		return t, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {

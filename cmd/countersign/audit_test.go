@@ -199,6 +199,21 @@ func TestAuditCommandUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
 		}
 	}
+	// Found by a black-box probe: each was accepted (exit 0) and then
+	// useless or wrong.
+	for _, args := range [][]string{
+		{"query", "-dir", t.TempDir(), "-until", "0001-01-01T00:00:00Z"},
+		{"query", "-dir", t.TempDir(), "-since", "2030-01-01", "-until", "1970-01-02"},
+	} {
+		if code, _, errOut := runAuditCmd(t, args...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
+		}
+	}
+	for _, name := range []string{"bad name", "a+b"} {
+		if code, _, errOut := runAuditCmd(t, "keygen", "-name", name, "-out", filepath.Join(t.TempDir(), "k")); code == 0 || !strings.Contains(errOut, "without spaces or '+'") {
+			t.Errorf("keygen -name %q: exit %d, stderr %q", name, code, errOut)
+		}
+	}
 	keys := t.TempDir()
 	runAuditCmd(t, "keygen", "-name", "k", "-out", keys)
 	if code, _, errOut := runAuditCmd(t, "keygen", "-name", "k", "-out", keys); code != 1 || !strings.Contains(errOut, "not overwriting") {
