@@ -90,6 +90,9 @@ func Check(fsys fs.FS, out string) (*CheckResult, error) {
 		}
 		path := filepath.Join(out, Path(rows[0].Node, rows[0].Time, seg.First))
 		nodes[rows[0].Node] = true
+		if state == audit.SegmentOpen && laterSegment(segs, i) {
+			return res, fmt.Errorf("%s is neither sealed nor abandoned, yet later segments exist: it was truncated or damaged (run countersign audit verify)", seg.Name)
+		}
 		if state == audit.SegmentOpen {
 			res.Open = append(res.Open, seg.Name)
 			continue // a file at its path is reported as extra below

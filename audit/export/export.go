@@ -153,6 +153,9 @@ func exportSegment(fsys fs.FS, segs []audit.SegmentInfo, i int, out string) (*Fi
 	if err != nil {
 		return nil, err
 	}
+	if state == audit.SegmentOpen && laterSegment(segs, i) {
+		return nil, fmt.Errorf("%s is neither sealed nor abandoned, yet later segments exist: it was truncated or damaged (run countersign audit verify)", seg.Name)
+	}
 	if state == audit.SegmentOpen || file == nil {
 		return nil, nil
 	}
@@ -183,4 +186,15 @@ func (f *File) recordsOrZero() int {
 		return 0
 	}
 	return f.Records
+}
+
+// laterSegment reports whether a segment with records follows segs[i]:
+// only the newest segment of a log may be open.
+func laterSegment(segs []audit.SegmentInfo, i int) bool {
+	for _, s := range segs[i+1:] {
+		if s.HasRecords {
+			return true
+		}
+	}
+	return false
 }
