@@ -66,6 +66,9 @@ type QueryStats struct {
 	BlocksRead      int   // of them, read because they could match
 	BytesRead       int64 // segment bytes read, scans and blocks
 	SegmentsSkipped int   // skipped whole by their first and last time
+	// Unreadable counts lines that could have matched but are not
+	// records (damage verify reports): the query shows what is readable.
+	Unreadable int
 }
 
 // QueryWith is Query with options.
@@ -103,7 +106,8 @@ func QueryWith(ctx context.Context, fsys fs.FS, f Filter, opts QueryOptions, fn 
 		}
 		rec, err := DecodeRecord(line)
 		if err != nil {
-			return nil // verify reports it; a query shows what is readable
+			st.Unreadable++ // verify reports it; a query shows what is readable
+			return nil
 		}
 		if !f.match(rec) {
 			return nil

@@ -46,6 +46,7 @@ func Query(ctx context.Context, nodes []Node, f audit.Filter, opts audit.QueryOp
 				total.BlocksRead += s.BlocksRead
 				total.BytesRead += s.BytesRead
 				total.SegmentsSkipped += s.SegmentsSkipped
+				total.Unreadable += s.Unreadable
 			}
 		}()
 	}

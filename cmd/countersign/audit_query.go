@@ -80,10 +80,13 @@ func (q *auditQueryFlags) options() audit.QueryOptions {
 
 // printStats writes -stats' line.
 func (q *auditQueryFlags) printStats(stderr io.Writer, elapsed time.Duration) {
+	s := q.st
+	if s.Unreadable > 0 {
+		fmt.Fprintf(stderr, "warning: lines that could match but are not readable records: %d; the results leave them out (run countersign audit verify)\n", s.Unreadable)
+	}
 	if !q.stats {
 		return
 	}
-	s := q.st
 	fmt.Fprintf(stderr, "stats: %v, %d segments (%d through their index: %d of %d blocks read; %d skipped by time), %.1f MB of records read\n",
 		elapsed.Round(time.Millisecond), s.Segments, s.Indexed, s.BlocksRead, s.Blocks, s.SegmentsSkipped, float64(s.BytesRead)/1e6)
 }

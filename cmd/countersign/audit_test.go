@@ -156,6 +156,21 @@ func TestAuditCommands(t *testing.T) {
 		t.Fatalf("verify without the newest segment: %d\n%s%s", code, out, errOut)
 	}
 
+	// A line that is not a record is left out of a query's results, and
+	// the query says so (found by a black-box probe: it said nothing).
+	damaged := filepath.Join(t.TempDir(), "damaged")
+	os.CopyFS(damaged, os.DirFS(dir))
+	seg0 := filepath.Join(damaged, audit.SegmentName(0))
+	b0, _ := os.ReadFile(seg0)
+	os.WriteFile(seg0, bytes.Replace(b0, []byte(`"key":"t/a.parquet"`), []byte(`"key":"t/a.parquetÿ`), 1), 0o640)
+	code, out, errOut = runAuditCmd(t, "query", "-dir", damaged, "-principal", "alice")
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(errOut, "warning: lines that could match but are not readable records: 1;") {
+		t.Fatalf("query of a damaged log: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runAuditCmd(t, "query", "-dir", dir, "-principal", "alice"); code != 0 || errOut != "" {
+		t.Fatalf("query of the whole log: %d %s", code, errOut)
+	}
+
 	// Inclusion proof round trip.
 	code, proof, errOut := runAuditCmd(t, "proof", "-dir", dir, "-id", recs[1].ID)
 	if code != 0 {
