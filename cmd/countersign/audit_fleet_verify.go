@@ -23,6 +23,10 @@ func runAuditFleetVerify(ctx context.Context, args []string, stdout, stderr io.W
 	if !auditParseFlags(fs, args, stderr, 0) {
 		return 2
 	}
+	if *parallel < 0 || *parallel > 1024 {
+		fmt.Fprintf(stderr, "countersign audit fleet verify: -parallel %d: 0 (all nodes, up to 16) to 1024\n", *parallel)
+		return 2
+	}
 	verifiers, err := vf.load()
 	if err != nil {
 		fmt.Fprintln(stderr, "countersign audit fleet verify:", err)

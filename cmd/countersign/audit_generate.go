@@ -40,6 +40,18 @@ func runAuditGenerate(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *out == "" || *keys == "" {
 		return usage("-out and -keys are required (make keys with countersign audit keygen -name NAME -out DIR)")
 	}
+	switch {
+	case *nodes < 1 && *nodeList == "":
+		return usage(fmt.Sprintf("-nodes %d: at least 1", *nodes))
+	case *records < 0:
+		return usage(fmt.Sprintf("-records %d: not negative", *records))
+	case *span <= 0:
+		return usage(fmt.Sprintf("-span %v: positive", *span))
+	case *people < 0:
+		return usage(fmt.Sprintf("-people %d: not negative", *people))
+	case *segBytes < 0:
+		return usage(fmt.Sprintf("-segment-max-bytes %d: not negative (0: the default)", *segBytes))
+	}
 	signer, err := os.ReadFile(filepath.Join(*keys, "checkpoint.key"))
 	if err != nil {
 		return usage(err.Error())

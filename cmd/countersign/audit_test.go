@@ -219,9 +219,20 @@ func TestAuditCommandUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"query", "-dir", t.TempDir(), "-until", "0001-01-01T00:00:00Z"},
 		{"query", "-dir", t.TempDir(), "-since", "2030-01-01", "-until", "1970-01-02"},
+
 	} {
 		if code, _, errOut := runAuditCmd(t, args...); code != 2 || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
+		}
+	}
+	for want, args := range map[string][]string{
+		"-nodes 0":     {"generate", "-out", t.TempDir(), "-keys", t.TempDir(), "-nodes", "0"},
+		"-span -1h":    {"generate", "-out", t.TempDir(), "-keys", t.TempDir(), "-span", "-1h"},
+		"-people -3":   {"generate", "-out", t.TempDir(), "-keys", t.TempDir(), "-people", "-3"},
+		"-parallel -5": {"fleet", "verify", "-parallel", "-5", "-pubkey-text", "x"},
+	} {
+		if code, _, errOut := runAuditCmd(t, args...); code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", args, code, errOut, want)
 		}
 	}
 	for _, name := range []string{"bad name", "a+b"} {
