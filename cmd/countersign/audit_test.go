@@ -219,7 +219,6 @@ func TestAuditCommandUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"query", "-dir", t.TempDir(), "-until", "0001-01-01T00:00:00Z"},
 		{"query", "-dir", t.TempDir(), "-since", "2030-01-01", "-until", "1970-01-02"},
-
 	} {
 		if code, _, errOut := runAuditCmd(t, args...); code != 2 || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)

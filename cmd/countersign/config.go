@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -187,6 +189,9 @@ func loadConfig(path string, base Config) (Config, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
 	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("config %s is empty: it holds no settings", path)
+		}
 		// go-yaml reports a malformed duration string ("10 seconds") as
 		// time.ParseDuration's bare error, without key or line, and a
 		// number without unit by Go struct: find the key and line.
@@ -196,6 +201,11 @@ func loadConfig(path string, base Config) (Config, error) {
 			}
 		}
 		return cfg, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+	}
+	// A second document would be ignored: say so rather than run without it.
+	var more yaml.MapSlice
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) && (err != nil || len(more) > 0) {
+		return cfg, fmt.Errorf("config %s holds more than one YAML document (a \"---\" line); countersign reads one", path)
 	}
 	applyEnv(&cfg)
 	return cfg, nil

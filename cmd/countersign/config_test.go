@@ -34,6 +34,11 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		// serve names the key and line of a bad duration, as config check does.
 		"listen: x\npolicy:\n  reload_interval: 5 seconds\n": "[3:20] policy.reload_interval",
 		"listen: x\naudit:\n  checkpoint_interval: 5\n":      "[3:24] audit.checkpoint_interval",
+		// Found by a black-box probe: a second document was ignored, an
+		// empty file said only "EOF".
+		"listen: x\n---\nlisten: y\n": "holds more than one YAML document",
+		"":                            "is empty: it holds no settings",
+		"# nothing\n":                 "is empty: it holds no settings",
 	}
 	for text, key := range cases {
 		path := filepath.Join(t.TempDir(), "c.yaml")
