@@ -1,11 +1,14 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -176,8 +179,15 @@ func TestRealDiskFullCleanStop(t *testing.T) {
 }
 
 // snapshot copies the log's segment files from src to dst, as a crash
-// at that moment would leave them; it reports false if a file vanished
-// while being copied (the writer removes failed segments: try again).
+// at one moment would leave them, and reports false when the writer moved
+// on while it copied (try again). Files are read one after the other, so
+// the copy is a state the writer was in only if the directory's names and
+// every checkpoints file are the same after the last read as before the
+// first: the writer adds a checkpoint only after the records it covers
+// are durable, and creates a segment's checkpoints file before its
+// records file. Without that check a segment's checkpoints file could be
+// copied after the checkpoint of its first record and its records file
+// not at all (listed before it was created): a state no crash leaves.
 func snapshot(t *testing.T, src, dst string) bool {
 	t.Helper()
 	old, _ := filepath.Glob(filepath.Join(dst, "seg-*"))
@@ -188,7 +198,8 @@ func snapshot(t *testing.T, src, dst string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range names {
+	contents := make([][]byte, len(names))
+	for i, name := range names {
 		b, err := os.ReadFile(name)
 		if errors.Is(err, os.ErrNotExist) {
 			return false
@@ -196,7 +207,26 @@ func snapshot(t *testing.T, src, dst string) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dst, filepath.Base(name)), b, 0o640); err != nil {
+		contents[i] = b
+	}
+	after, err := filepath.Glob(filepath.Join(src, "seg-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names, after) {
+		return false
+	}
+	for i, name := range names {
+		if !strings.HasSuffix(name, ".checkpoints") {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil || !bytes.Equal(b, contents[i]) {
+			return false
+		}
+	}
+	for i, name := range names {
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(name)), contents[i], 0o640); err != nil {
 			t.Fatal(err)
 		}
 	}
