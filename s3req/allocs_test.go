@@ -45,5 +45,14 @@ func TestClassifyAllocs(t *testing.T) {
 		if got > tc.want {
 			t.Errorf("%s %s: %.0f allocations, want at most %.0f", in.Method, tc.uri, got, tc.want)
 		}
+		var r Request
+		got = testing.AllocsPerRun(100, func() {
+			if err := c.ClassifyInto(&r, in); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > tc.want-1 {
+			t.Errorf("%s %s into the caller's Request: %.0f allocations, want at most %.0f", in.Method, tc.uri, got, tc.want-1)
+		}
 	}
 }

@@ -64,14 +64,25 @@ const maxObjectBytes = 5 << 40
 // Classify parses and checks one sign request. The returned error is an
 // *Error carrying the HTTP status to answer with.
 func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
-	r := &Request{Method: in.Method, Region: in.Region, Headers: in.Headers}
+	r := new(Request)
+	if err := c.ClassifyInto(r, in); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ClassifyInto is Classify into r, which it overwrites whatever the
+// outcome (r means nothing after an error): a caller that keeps its
+// per-request state in one struct saves the Request's allocation.
+func (c *Classifier) ClassifyInto(r *Request, in *remotesign.Request) error {
+	*r = Request{Method: in.Method, Region: in.Region, Headers: in.Headers}
 
 	scheme, rest, err := splitScheme(in.URI)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if strings.IndexByte(rest, '#') >= 0 {
-		return nil, malformed("uri must not contain a fragment")
+		return malformed("uri must not contain a fragment")
 	}
 	authority, pathQuery := rest, ""
 	if i := strings.IndexAny(rest, "/?"); i >= 0 {
@@ -83,7 +94,7 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 	}
 	host, port, err := parseAuthority(authority, defPort)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Scheme, r.Host = scheme, authority
 
@@ -92,45 +103,45 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 		rawPath = "/"
 	}
 	if rawPath[0] != '/' {
-		return nil, malformed("uri path must start with '/'")
+		return malformed("uri path must start with '/'")
 	}
 	r.RawPath, r.RawQuery = rawPath, rawQuery
 
 	if err := checkHeaders(in.Headers, authority); err != nil {
-		return nil, err
+		return err
 	}
 
 	m, err := matchEndpoint(c.opts.Endpoints, scheme, host, port, in.Region)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Endpoint = m.endpoint
 
 	if err := c.splitBucketKey(r, m, rawPath); err != nil {
-		return nil, err
+		return err
 	}
 
 	q, err := parseQuery(rawQuery)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	copySrc, hasCopy, err := c.parseCopySource(in.Headers)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	op := classifyOperation(in.Method, r.Bucket != "", r.Key != "", hasCopy, q)
 	r.Operation = op.name
 	if hasCopy && op.name == OperationUnknown {
-		return nil, malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, and this %s is neither: its query (subresource, x-id or parameters) names no operation countersign knows", in.Method)
+		return malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, and this %s is neither: its query (subresource, x-id or parameters) names no operation countersign knows", in.Method)
 	}
 	if hasCopy && op.name != "CopyObject" && op.name != "UploadPartCopy" {
-		return nil, malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, not on %s %s", in.Method, op.name)
+		return malformed("x-amz-copy-source is only valid on CopyObject and UploadPartCopy, not on %s %s", in.Method, op.name)
 	}
 
 	if err := checkMultipartParams(op.name, q); err != nil {
-		return nil, err
+		return err
 	}
 
 	main := Target{Operation: op.name, Action: op.action, Access: op.access, Bucket: r.Bucket, Key: r.Key, Role: "object"}
@@ -141,30 +152,30 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 		// S3 refuses an empty version id; a server that took it for "no
 		// version" would delete or read other than what was decided.
 		if p.value == "" {
-			return nil, malformed("uri query parameter \"versionId\" is empty: name a version or leave the parameter out")
+			return malformed("uri query parameter \"versionId\" is empty: name a version or leave the parameter out")
 		}
 		main.VersionID = p.value
 	}
 
 	if err := c.setPayloadHash(r); err != nil {
-		return nil, err
+		return err
 	}
 
 	switch {
 	case op.name == "DeleteObjects":
 		keys, err := c.deleteTargets(r, in)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.Targets = keys
-		return r, nil
+		return nil
 	case isListOperation(op.name):
 		prefix := ""
 		if p, ok := q.get("prefix"); ok {
 			prefix = p.value
 		}
 		if err := c.checkPrefix(prefix); err != nil {
-			return nil, err
+			return err
 		}
 		main.Prefix = &prefix
 	}
@@ -175,7 +186,7 @@ func (c *Classifier) Classify(in *remotesign.Request) (*Request, error) {
 			Bucket: copySrc.bucket, Key: copySrc.key, VersionID: copySrc.versionID, Role: "copy-source",
 		})
 	}
-	return r, nil
+	return nil
 }
 
 func splitScheme(uri string) (scheme, rest string, err error) {

@@ -28,7 +28,8 @@ import (
 // Classifier understands which S3 operation on which objects a sign request
 // describes (implemented by *s3req.Classifier).
 type Classifier interface {
-	Classify(*remotesign.Request) (*s3req.Request, error)
+	// ClassifyInto overwrites r; after an error r means nothing.
+	ClassifyInto(r *s3req.Request, in *remotesign.Request) error
 }
 
 // Authenticator establishes who is calling from the Authorization header
@@ -222,7 +223,7 @@ type call struct {
 
 	in        *remotesign.Request // nil if the body did not decode
 	identity  *auth.Identity      // nil if authentication failed
-	req       *s3req.Request      // nil if classification failed
+	req       *s3req.Request      // nil if classification failed, else &classified
 	decisions []decision          // one per target, in target order
 	signed    *signer.Signed      // non-nil only when everything allowed
 
@@ -243,6 +244,8 @@ type call struct {
 	headerNames [8]string
 	// The first target's policy input.
 	input policyinput.Input
+	// The classified request (the call is its one allocation).
+	classified s3req.Request
 }
 
 // decision is the policy's answer for one target of the request.
@@ -310,7 +313,8 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		}
 	}
 
-	req, err := h.stages.Classifier.Classify(in)
+	req := &c.classified
+	err = h.stages.Classifier.ClassifyInto(req, in)
 	start = h.observe(stageClassify, start)
 	if err != nil {
 		var ce *s3req.Error
