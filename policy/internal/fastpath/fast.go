@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/countersign/countersign/internal/policyinput"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -145,6 +146,33 @@ type memoDecision struct {
 	key    string
 	allow  bool
 	reason string
+}
+
+// memoKeyRoom is the object key encoding a remembered decision holds in
+// its own allocation: a data file's key, ARN, source and header names fit.
+const memoKeyRoom = 256
+
+// memoBox is a memoDecision and the bytes of its key.
+type memoBox struct {
+	memoDecision
+	key [memoKeyRoom]byte
+}
+
+// newMemoDecision is d remembered for the object whose encoding is key, in
+// one allocation when key fits (the memo is written once per object that
+// misses it: every footer of a scan). The box's bytes are never written
+// again, so the string can alias them.
+func newMemoDecision(d memoDecision, key []byte) *memoDecision {
+	if len(key) == 0 || len(key) > memoKeyRoom {
+		long := new(memoDecision) // not &d, which would move d to the heap on every path
+		*long = d
+		long.key = string(key)
+		return long
+	}
+	b := &memoBox{memoDecision: d}
+	n := copy(b.key[:], key)
+	b.memoDecision.key = unsafe.String(&b.key[0], n)
+	return &b.memoDecision
 }
 
 // New returns the cache of the policy mods (compiled over store, which
@@ -359,7 +387,7 @@ func (f *Cache) Decide(ctx context.Context, in *policyinput.Input) (allow bool, 
 		return false, "", false
 	}
 	if !valuesRead {
-		slot.Store(&memoDecision{scope: s.id, hash: oh, key: string(okey), allow: allow, reason: reason})
+		slot.Store(newMemoDecision(memoDecision{scope: s.id, hash: oh, allow: allow, reason: reason}, okey))
 	}
 	f.stats.hits.Add(1)
 	f.hook(true)
