@@ -76,9 +76,9 @@ func (cannedAudit) Append(context.Context, ...*audit.Record) error { return nil 
 
 type cannedSigner struct{}
 
-// Sign echoes the client's headers and adds what the real signer adds, with
+// SignInto echoes the client's headers and adds what the real signer adds, with
 // constant values.
-func (cannedSigner) SignFor(_ context.Context, r *s3req.Request, _ signer.Caller) (*signer.Signed, error) {
+func (cannedSigner) SignInto(_ context.Context, r *s3req.Request, _ signer.Caller, _ *signer.Storage) (*signer.Signed, error) {
 	h := make(remotesign.Headers, len(r.Headers), len(r.Headers)+3)
 	copy(h, r.Headers)
 	h = append(h, remotesign.Header{Name: "Authorization", Values: []string{CannedAuthorization}})

@@ -49,7 +49,8 @@ type Authorizer interface {
 // Signer signs a classified request with countersign's credentials, or
 // with the caller's per-principal session (implemented by *signer.Signer).
 type Signer interface {
-	SignFor(ctx context.Context, r *s3req.Request, c signer.Caller) (*signer.Signed, error)
+	// SignInto returns a Signed that lives in out.
+	SignInto(ctx context.Context, r *s3req.Request, c signer.Caller, out *signer.Storage) (*signer.Signed, error)
 }
 
 // Options configures the sign handler.
@@ -244,8 +245,10 @@ type call struct {
 	headerNames [8]string
 	// The first target's policy input.
 	input policyinput.Input
-	// The classified request (the call is its one allocation).
+	// The classified request and the signature (the call is their one
+	// allocation).
 	classified s3req.Request
+	signature  signer.Storage
 }
 
 // decision is the policy's answer for one target of the request.
@@ -344,7 +347,7 @@ func (h *Handler) run(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 
-	signed, err := h.stages.Signer.SignFor(stageCtx, req, signer.Caller{TokenHash: id.TokenHash, Principal: &id.Principal, Table: c.route.table, TablePath: c.route.tablePath})
+	signed, err := h.stages.Signer.SignInto(stageCtx, req, signer.Caller{TokenHash: id.TokenHash, Principal: &id.Principal, Table: c.route.table, TablePath: c.route.tablePath}, &c.signature)
 	h.observe(stageSign, start)
 	if err != nil {
 		switch {

@@ -72,4 +72,15 @@ func assertSignAllocs(t *testing.T, s *Signer, r *s3req.Request, what string, mo
 	if allocs > most {
 		t.Errorf("Sign allocates %.0f times per call%s, want at most %.0f", allocs, what, most)
 	}
+	// Into the caller's storage, the result's box is not allocated. (One
+	// Storage for all the calls: each result is dropped before the next.)
+	out := new(Storage)
+	allocs = testing.AllocsPerRun(200, func() {
+		if _, err := s.SignInto(ctx, r, Caller{}, out); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > most-1 {
+		t.Errorf("SignInto allocates %.0f times per call%s, want at most %.0f", allocs, what, most-1)
+	}
 }

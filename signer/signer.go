@@ -234,6 +234,19 @@ func (s *Signer) Sign(ctx context.Context, r *s3req.Request) (*Signed, error) {
 // per-principal session (and fails with ErrCredentials without a caller);
 // otherwise c is not used.
 func (s *Signer) SignFor(ctx context.Context, r *s3req.Request, c Caller) (*Signed, error) {
+	return s.SignInto(ctx, r, c, new(Storage))
+}
+
+// Storage is room for one signature: SignInto builds its result there.
+// The Signed it returns lives in the Storage and shares its lifetime, so
+// a Storage is used for one signature only.
+type Storage struct {
+	box signedBox
+}
+
+// SignInto is SignFor with the result in out: a caller that keeps its
+// per-request state in one struct saves the result's allocation.
+func (s *Signer) SignInto(ctx context.Context, r *s3req.Request, c Caller, out *Storage) (*Signed, error) {
 	if err := validateRequest(r); err != nil {
 		return nil, err
 	}
@@ -344,7 +357,7 @@ func (s *Signer) SignFor(ctx context.Context, r *s3req.Request, c Caller) (*Sign
 		return nil, fmt.Errorf("%w: credentials for access key %s expired at %s", ErrCredentials, creds.AccessKeyID, creds.Expires.UTC().Format(time.RFC3339))
 	}
 
-	signed, err := s.sign(r, st, creds, host, contentLength, signTime, clientDate)
+	signed, err := s.sign(r, st, creds, host, contentLength, signTime, clientDate, &out.box)
 	if err == nil {
 		signed.SourceIdentity, signed.SessionName = sess.sourceIdentity, sess.sessionName
 	}
@@ -357,7 +370,7 @@ func (s *Signer) SignFor(ctx context.Context, r *s3req.Request, c Caller) (*Sign
 // Signed with the added headers' values, the signed-header names and the
 // returned header slice (when they fit its arrays, as they do for the
 // requests Iceberg clients send).
-func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host string, contentLength int64, signTime time.Time, clientDate string) (*Signed, error) {
+func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host string, contentLength int64, signTime time.Time, clientDate string, box *signedBox) (*Signed, error) {
 	signTime = signTime.UTC()
 	// ts is "YYYYMMDDTHHMMSSZ" then the scope "YYYYMMDD/region/s3/aws4_request",
 	// in the state's buffer until the result's one string is built.
@@ -384,7 +397,6 @@ func (s *Signer) sign(r *s3req.Request, st *state, creds aws.Credentials, host s
 	// then the audit's digests: of the canonical request, and of the hex
 	// signature (never the signature itself).
 	const credPrefix, shPrefix, sigPrefix = algorithm + " Credential=", ", SignedHeaders=", ", Signature="
-	box := &signedBox{}
 	n := len(amzDate) + len(credPrefix) + len(creds.AccessKeyID) + 1 + len(scope) + len(shPrefix) + len(signedHeaders) + len(sigPrefix) + len(sig) + 4*sha256.Size
 	var ab []byte
 	if n <= len(box.text) {
