@@ -20,6 +20,10 @@ type (
 	Table = policyinput.Table
 	// Request is the S3 request being signed (policyinput.Request).
 	Request = policyinput.Request
+	// Headers are the request's headers in order (policyinput.Headers).
+	Headers = policyinput.Headers
+	// Header is one of them (policyinput.Header).
+	Header = policyinput.Header
 	// Source is where the sign request came from (policyinput.Source).
 	Source = policyinput.Source
 	// Mint describes a request for vended credentials (policyinput.Mint).
@@ -27,3 +31,6 @@ type (
 	// Decision is the policy's answer for one input (policyinput.Decision).
 	Decision = policyinput.Decision
 )
+
+// HeadersOf returns m's headers in order (policyinput.HeadersOf).
+func HeadersOf(m map[string]string) Headers { return policyinput.HeadersOf(m) }

@@ -177,7 +177,7 @@ func TestScopeCoversRandomPolicies(t *testing.T) {
 				}
 				in := &policy.Input{Version: 1, Principal: &scopeAnn, Operation: op, Action: action, Access: access,
 					Resource: policy.Resource{Bucket: "lake", Key: key, ARN: "arn:aws:s3:::lake/" + key},
-					Request:  policy.Request{Method: method, Region: "us-east-1", Host: "lake.s3.amazonaws.com", Headers: hdrs}}
+					Request:  policy.Request{Method: method, Region: "us-east-1", Host: "lake.s3.amazonaws.com", Headers: policy.HeadersOf(hdrs)}}
 				d, err := e.Authorize(ctx, in)
 				if err != nil || !d.Allow {
 					continue

@@ -58,7 +58,7 @@ func TestMintDecisions(t *testing.T) {
 			Version: 1, Principal: &policy.Principal{ID: "ann", Groups: []string{"analysts"}},
 			Operation: "MintCredentials", Action: "sts:AssumeRole", Access: access,
 			Resource: policy.Resource{Bucket: "lake", Prefix: &p, ARN: "arn:aws:s3:::lake/" + p + "*"},
-			Request:  policy.Request{Method: "GET", Headers: map[string]string{}},
+			Request:  policy.Request{Method: "GET", Headers: policy.HeadersOf(map[string]string{})},
 			Mint:     &policy.Mint{Prefix: p, Access: "read", DurationSeconds: 900},
 		}
 	}
@@ -90,7 +90,7 @@ func TestMintDecisions(t *testing.T) {
 		Version: 1, Principal: &policy.Principal{ID: "ann", Groups: []string{"analysts"}},
 		Operation: "GetObject", Action: "s3:GetObject", Access: "read",
 		Resource: policy.Resource{Bucket: "lake", Key: "wh/sales/2026/f.parquet", ARN: "arn:aws:s3:::lake/wh/sales/2026/f.parquet"},
-		Request:  policy.Request{Method: "GET", Headers: map[string]string{}},
+		Request:  policy.Request{Method: "GET", Headers: policy.HeadersOf(map[string]string{})},
 	}
 	for range 3 { // the fast path's residual, once built, decides alike
 		if d := decide(get); !d.Allow {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,8 +242,8 @@ type call struct {
 	principal   audit.Principal
 	signing     audit.Signing
 	table       audit.Table
-	// Room for the policy input's sorted header names (lowerHeaders).
-	headerNames [8]string
+	// Room for the policy input's headers (lowerHeaders).
+	headers [8]policyinput.Header
 	// The first target's policy input.
 	input policyinput.Input
 	// The classified request and the signature (the call is their one
@@ -512,7 +513,7 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 			copySource = &policyinput.Resource{Bucket: t.Bucket, Key: t.Key, ARN: t.ARN(), VersionID: t.VersionID}
 		}
 	}
-	headers, names := lowerHeaders(req.Headers, c.headerNames[:0])
+	headers := lowerHeaders(req.Headers, c.headers[:0])
 	if len(req.Targets) == 1 {
 		c.decisions = c.oneDecision[:]
 	} else {
@@ -525,7 +526,6 @@ func (h *Handler) authorize(ctx context.Context, c *call) {
 			in = new(policyinput.Input)
 		}
 		fillInput(in, c.route, req, t, headers)
-		in.Request.HeaderNames = names
 		in.Principal = &c.identity.Principal
 		in.CopySource = copySource
 		in.Source.IP = c.sourceIP
@@ -640,7 +640,7 @@ func readOnly(r *s3req.Request) bool {
 
 // fillInput sets in to the policy input of target t, except the fields
 // every target shares, which authorize sets.
-func fillInput(in *policyinput.Input, rt route, req *s3req.Request, t *s3req.Target, headers map[string]string) {
+func fillInput(in *policyinput.Input, rt route, req *s3req.Request, t *s3req.Target, headers policyinput.Headers) {
 	*in = policyinput.Input{
 		Version:   policyinput.InputVersion,
 		Operation: t.Operation,
@@ -657,13 +657,14 @@ func fillInput(in *policyinput.Input, rt route, req *s3req.Request, t *s3req.Tar
 	}
 }
 
-// lowerHeaders flattens the client's headers for the policy: lower-case
-// names, multiple values joined with ", " as HTTP does. names are the
-// map's names, sorted, appended to buf (policyinput.Request.HeaderNames:
-// the client sends them nearly sorted, so an insertion sort is a pass).
-func lowerHeaders(h remotesign.Headers, buf []string) (m map[string]string, names []string) {
-	m = make(map[string]string, len(h))
-	names = buf
+// lowerHeaders flattens the client's headers for the policy, appended to
+// buf (non-nil: a request without headers has empty ones, JSON {}):
+// lower-case names, multiple values joined with ", " as HTTP does, in
+// order of name (policyinput.Headers). The client sends them nearly
+// sorted, so the insertion sort is a pass. Of two headers whose names
+// differ only in case, the later one stands, as a map would keep it.
+func lowerHeaders(h remotesign.Headers, buf policyinput.Headers) policyinput.Headers {
+	hs := buf
 	for i := range h {
 		v := ""
 		for j, s := range h[i].Values {
@@ -673,13 +674,17 @@ func lowerHeaders(h remotesign.Headers, buf []string) (m map[string]string, name
 			v += s
 		}
 		name := asciiLower(h[i].Name)
-		m[name] = v
-		names = append(names, name)
-		for k := len(names) - 1; k > 0 && names[k] < names[k-1]; k-- {
-			names[k], names[k-1] = names[k-1], names[k]
+		k := len(hs)
+		for k > 0 && hs[k-1].Name > name {
+			k--
 		}
+		if k > 0 && hs[k-1].Name == name {
+			hs[k-1].Value = v
+			continue
+		}
+		hs = slices.Insert(hs, k, policyinput.Header{Name: name, Value: v})
 	}
-	return m, names
+	return hs
 }
 
 func asciiLower(s string) string {

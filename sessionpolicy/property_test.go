@@ -154,11 +154,11 @@ func input(p policy.Principal, table *policy.Table, access s3req.Access, o op, b
 	in := &policy.Input{
 		Version: policy.InputVersion, Principal: &p, Operation: o.operation, Action: o.action, Access: string(access),
 		Table:   table,
-		Request: policy.Request{Method: o.method, Region: "us-east-1", Host: bucket + ".s3.us-east-1.amazonaws.com", Headers: map[string]string{}},
+		Request: policy.Request{Method: o.method, Region: "us-east-1", Host: bucket + ".s3.us-east-1.amazonaws.com", Headers: policy.HeadersOf(map[string]string{})},
 		Source:  policy.Source{IP: "10.0.0.7"},
 	}
 	if r.IntN(3) == 0 {
-		in.Request.Headers["content-type"] = "application/octet-stream"
+		in.Request.Headers = in.Request.Headers.With("content-type", "application/octet-stream")
 	}
 	switch {
 	case o.bucketLevel:
@@ -291,7 +291,7 @@ func TestHeadBucketIsNotGranted(t *testing.T) {
 	ctx := context.Background()
 	head := &policy.Input{Version: policy.InputVersion, Principal: &ann, Operation: "HeadBucket", Action: "s3:ListBucket", Access: "list",
 		Resource: policy.Resource{Bucket: "lake", ARN: "arn:aws:s3:::lake"},
-		Request:  policy.Request{Method: "HEAD", Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com", Headers: map[string]string{}}}
+		Request:  policy.Request{Method: "HEAD", Region: "us-east-1", Host: "lake.s3.us-east-1.amazonaws.com", Headers: policy.HeadersOf(map[string]string{})}}
 	d, err := e.Authorize(ctx, head)
 	if err != nil || !d.Allow {
 		t.Fatalf("the grants example no longer allows ann's HeadBucket (%v, %v): the test tests nothing", d, err)

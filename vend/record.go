@@ -45,7 +45,7 @@ func (m *mint) input(class string) *policyinput.Input {
 		Access:    class,
 		Resource:  policyinput.Resource{Bucket: m.bucket, Prefix: &prefix, ARN: "arn:aws:s3:::" + m.bucket + "/" + prefix + "*"},
 		Table:     m.req.Table,
-		Request:   policyinput.Request{Method: "GET", Headers: map[string]string{}},
+		Request:   policyinput.Request{Method: "GET", Headers: policyinput.Headers{}},
 		Source:    policyinput.Source{IP: m.req.SourceIP},
 		Mint:      &policyinput.Mint{Prefix: prefix, Access: string(m.access), DurationSeconds: int64(m.duration / time.Second)},
 	}

@@ -94,18 +94,10 @@ type Table struct {
 
 // Request describes the S3 request being signed.
 type Request struct {
-	Method  string            `json:"method"`
-	Region  string            `json:"region"`
-	Host    string            `json:"host"`
-	Headers map[string]string `json:"headers"`
-	// HeaderNames, when not nil, are Headers' names in ascending order,
-	// from a producer that has them at hand (the server, which builds
-	// Headers from a decoded request): the policy's fast path needs them
-	// sorted for every decision, and iterating and sorting a map costs
-	// more than checking a list against it. The fast path uses them only
-	// when they are exactly Headers' names, and sorts the map otherwise.
-	// It is not part of the policy input.
-	HeaderNames []string `json:"-"`
+	Method  string  `json:"method"`
+	Region  string  `json:"region"`
+	Host    string  `json:"host"`
+	Headers Headers `json:"headers"`
 }
 
 // Source is where the sign request came from.

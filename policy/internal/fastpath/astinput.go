@@ -131,10 +131,10 @@ func (c *converter) table(t *policyinput.Table) ast.Value {
 
 func (c *converter) request(r *policyinput.Request) ast.Value {
 	var headers ast.Value = ast.NullValue
-	if r.Headers != nil {
-		kvs := make([][2]*ast.Term, 0, len(r.Headers))
-		for k, v := range r.Headers {
-			kvs = append(kvs, [2]*ast.Term{ast.NewTerm(c.str(k)), ast.NewTerm(c.str(v))})
+	if hs := r.Headers.Normalized(); hs != nil {
+		kvs := make([][2]*ast.Term, 0, len(hs))
+		for _, h := range hs {
+			kvs = append(kvs, [2]*ast.Term{ast.NewTerm(c.str(h.Name)), ast.NewTerm(c.str(h.Value))})
 		}
 		headers = ast.NewObject(kvs...)
 	}

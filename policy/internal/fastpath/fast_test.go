@@ -469,7 +469,7 @@ func (g *inputGen) object(scope *policyinput.Input) *policyinput.Input {
 		// decide it exactly as OPA does.
 		in.Resource.VersionID = g.versionID()
 	}
-	in.Request.Headers = g.headers(g.friendly[scope])
+	in.Request.Headers = policyinput.HeadersOf(g.headers(g.friendly[scope]))
 	if g.r.IntN(3) == 0 {
 		in.Source.IP = g.pick([]string{"10.0.0.7", "10.0.0.8", "192.0.2.1", "2001:db8::1"})
 	}
@@ -518,9 +518,9 @@ func checkSame(t *testing.T, e *Engine, in *policyinput.Input) bool {
 func headerSibling(in *policyinput.Input, i int) *policyinput.Input {
 	cp := *in
 	if in.Request.Headers != nil {
-		cp.Request.Headers = make(map[string]string, len(in.Request.Headers))
-		for k, v := range in.Request.Headers {
-			cp.Request.Headers[k] = fmt.Sprintf("evil-%d-%s", i, v)
+		cp.Request.Headers = make(policyinput.Headers, len(in.Request.Headers))
+		for j, h := range in.Request.Headers {
+			cp.Request.Headers[j] = policyinput.Header{Name: h.Name, Value: fmt.Sprintf("evil-%d-%s", i, h.Value)}
 		}
 	}
 	return &cp
@@ -890,7 +890,7 @@ func TestScopeKeyCoversInput(t *testing.T) {
 		"Principal": {"ID", "Issuer", "Groups", "Claims", "Key"},
 		"Resource":  {"Bucket", "Key", "Prefix", "ARN", "VersionID"},
 		"Table":     {"Prefix", "Namespace", "Name", "Location"},
-		"Request":   {"Method", "Region", "Host", "Headers", "HeaderNames"}, // HeaderNames: not input (json:"-"); the object key checks them against Headers
+		"Request":   {"Method", "Region", "Host", "Headers"},
 		"Source":    {"IP"},
 	}
 	for _, typ := range []reflect.Type{reflect.TypeFor[policyinput.Input](), reflect.TypeFor[policyinput.Principal](), reflect.TypeFor[policyinput.Resource](), reflect.TypeFor[policyinput.Table](), reflect.TypeFor[policyinput.Request](), reflect.TypeFor[policyinput.Source]()} {
@@ -1124,7 +1124,7 @@ func TestObjectKeyExact(t *testing.T) {
 	empty := ""
 	base := func() *policyinput.Input {
 		return &policyinput.Input{Resource: policyinput.Resource{Bucket: "lake", Key: "wh/db/t/a", ARN: "arn:aws:s3:::lake/wh/db/t/a"},
-			Request: policyinput.Request{Headers: map[string]string{"range": "bytes=0-1", "user-agent": "x"}}, Source: policyinput.Source{IP: "10.0.0.1"}}
+			Request: policyinput.Request{Headers: policyinput.HeadersOf(map[string]string{"range": "bytes=0-1", "user-agent": "x"})}, Source: policyinput.Source{IP: "10.0.0.1"}}
 	}
 	key := func(in *policyinput.Input) string { return string(appendObjectKey(nil, in)) }
 	want := key(base())
@@ -1139,9 +1139,17 @@ func TestObjectKeyExact(t *testing.T) {
 			in.Resource.ARN, in.Resource.VersionID = "arn:aws:s3:::lake/wh/db/t/", "a"
 		},
 		"no headers":      func(in *policyinput.Input) { in.Request.Headers = nil },
-		"empty headers":   func(in *policyinput.Input) { in.Request.Headers = map[string]string{} },
-		"one more header": func(in *policyinput.Input) { in.Request.Headers["x-amz-acl"] = "" },
-		"header renamed":  func(in *policyinput.Input) { delete(in.Request.Headers, "range"); in.Request.Headers["rang"] = "e" },
+		"empty headers":   func(in *policyinput.Input) { in.Request.Headers = policyinput.Headers{} },
+		"one more header": func(in *policyinput.Input) { in.Request.Headers = in.Request.Headers.With("x-amz-acl", "") },
+		"header renamed": func(in *policyinput.Input) {
+			var hs policyinput.Headers
+			for _, h := range in.Request.Headers {
+				if h.Name != "range" {
+					hs = append(hs, h)
+				}
+			}
+			in.Request.Headers = hs.With("rang", "e")
+		},
 		"key into arn": func(in *policyinput.Input) {
 			in.Resource.Key, in.Resource.ARN = "wh/db/t/", "aarn:aws:s3:::lake/wh/db/t/a"
 		},
@@ -1153,7 +1161,7 @@ func TestObjectKeyExact(t *testing.T) {
 		}
 	}
 	a, b := base(), base()
-	b.Request.Headers["range"] = "bytes=5-9"
+	b.Request.Headers = b.Request.Headers.With("range", "bytes=5-9")
 	if key(a) != key(b) {
 		t.Error("header values changed the object key")
 	}
@@ -1162,61 +1170,50 @@ func TestObjectKeyExact(t *testing.T) {
 	if key(a) == key(b) {
 		t.Error("prefixes differ, keys do not")
 	}
-	if key(&policyinput.Input{Request: policyinput.Request{Headers: map[string]string{}}}) == key(&policyinput.Input{}) {
+	if key(&policyinput.Input{Request: policyinput.Request{Headers: policyinput.HeadersOf(map[string]string{})}}) == key(&policyinput.Input{}) {
 		t.Error("empty and nil headers have one key")
 	}
 }
 
-// TestGivenHeaderNames: a producer's sorted names (Request.HeaderNames)
-// give the same object key and UTF-8 verdict as sorting the map, and names
-// that are not exactly the map's, in order, are ignored (the map is sorted
-// instead): a wrong list can neither change a key nor hide a header.
-func TestGivenHeaderNames(t *testing.T) {
+// TestHeadersOutOfOrder: headers given out of order, or with a name twice
+// (a literal; the server's are in order), give the object key and UTF-8
+// verdict of the map they spell (policyinput.Headers.Normalized): an
+// order can neither change a key nor hide a header.
+func TestHeadersOutOfOrder(t *testing.T) {
 	headers := func() map[string]string {
 		return map[string]string{"amz-sdk-request": "attempt=1", "range": "bytes=0-1", "user-agent": "x"}
 	}
-	in := func(names []string, h map[string]string) *policyinput.Input {
+	in := func(h policyinput.Headers) *policyinput.Input {
 		return &policyinput.Input{Resource: policyinput.Resource{Bucket: "lake", Key: "k", ARN: "arn:aws:s3:::lake/k"},
-			Request: policyinput.Request{Headers: h, HeaderNames: names}}
+			Request: policyinput.Request{Headers: h}}
 	}
 	keyOf := func(x *policyinput.Input) (string, bool) {
 		b, valid := appendValidHeaderNames(nil, x)
 		return string(b), valid
 	}
-	want, _ := keyOf(in(nil, headers()))
-	exact := []string{"amz-sdk-request", "range", "user-agent"}
-	if _, _, ok := givenHeaderNames(&in(exact, headers()).Request); !ok {
-		t.Fatal("the map's own names, sorted, were not used")
-	}
-	for name, names := range map[string][]string{
-		"exact":     exact,
-		"unsorted":  {"range", "amz-sdk-request", "user-agent"},
-		"duplicate": {"amz-sdk-request", "range", "range"},
-		"missing":   {"amz-sdk-request", "range"},
-		"extra":     {"amz-sdk-request", "range", "user-agent", "x-amz-acl"},
-		"other":     {"amz-sdk-request", "range", "x-amz-acl"},
-		"empty":     {},
+	want, _ := keyOf(in(policyinput.HeadersOf(headers())))
+	for name, hs := range map[string]policyinput.Headers{
+		"unsorted":  {{Name: "range", Value: "bytes=0-1"}, {Name: "amz-sdk-request", Value: "attempt=1"}, {Name: "user-agent", Value: "x"}},
+		"reversed":  {{Name: "user-agent", Value: "x"}, {Name: "range", Value: "bytes=0-1"}, {Name: "amz-sdk-request", Value: "attempt=1"}},
+		"duplicate": {{Name: "amz-sdk-request", Value: "attempt=1"}, {Name: "range", Value: "bytes=0-1"}, {Name: "user-agent", Value: "x"}, {Name: "range", Value: "bytes=0-1"}},
 	} {
-		got, valid := keyOf(in(names, headers()))
-		if got != want || !valid {
-			t.Errorf("%s %q: key %q valid %v, want %q valid", name, names, got, valid, want)
-		}
-		if name != "exact" {
-			if _, _, ok := givenHeaderNames(&in(names, headers()).Request); ok {
-				t.Errorf("%s %q: used, but they are not the map's names", name, names)
-			}
+		if got, valid := keyOf(in(hs)); got != want || !valid {
+			t.Errorf("%s: key %q valid %v, want %q valid", name, got, valid, want)
 		}
 	}
-	// A header the list does not name still changes the key.
-	h := headers()
-	h["x-amz-acl"] = "public-read"
-	if got, _ := keyOf(in([]string{"amz-sdk-request", "range", "user-agent"}, h)); got == want {
-		t.Error("a header missing from the names left the key unchanged")
+	// A header more changes the key, wherever it stands.
+	h := policyinput.Headers{{Name: "x-amz-acl", Value: "public-read"}, {Name: "range", Value: "bytes=0-1"}, {Name: "amz-sdk-request", Value: "attempt=1"}, {Name: "user-agent", Value: "x"}}
+	if got, _ := keyOf(in(h)); got == want {
+		t.Error("a header out of order left the key unchanged")
 	}
-	// Invalid UTF-8 in a value is seen with the names given too.
-	h = headers()
-	h["range"] = "bytes=\xff"
-	if _, valid := keyOf(in(exact, h)); valid {
-		t.Error("invalid UTF-8 in a header value passed with the names given")
+	// Invalid UTF-8 in a value is seen out of order too, and in the entry
+	// of a duplicated name that stands (the later one).
+	h = policyinput.Headers{{Name: "range", Value: "bytes=\xff"}, {Name: "amz-sdk-request", Value: "attempt=1"}}
+	if _, valid := keyOf(in(h)); valid {
+		t.Error("invalid UTF-8 in a header value passed out of order")
+	}
+	h = policyinput.Headers{{Name: "range", Value: "bytes=0-1"}, {Name: "range", Value: "bytes=\xff"}}
+	if _, valid := keyOf(in(h)); valid {
+		t.Error("invalid UTF-8 in the later of two entries passed")
 	}
 }

@@ -135,7 +135,7 @@ type objInput struct {
 	ip       lazyStr
 	prefix   ast.Value // a string (boxed when needed) or null
 	pstr     lazyStr
-	headers  map[string]string
+	headers  policyinput.Headers // in order (Normalized)
 
 	lazy [nLazy]lazyVal
 	mat  [nLazy]ast.Value
@@ -158,9 +158,9 @@ func (o *objInput) headerValues() ([]ast.Value, []ast.Value) {
 	if !o.hdrDone {
 		o.hdrDone = true
 		o.hdrKeys, o.hdrVals, o.hdrStrs = o.hdrKeys[:0], o.hdrVals[:0], o.hdrStrs[:0]
-		for name, val := range o.headers {
-			o.hdrKeys = append(o.hdrKeys, ast.String(name))
-			o.hdrStrs = append(o.hdrStrs, lazyStr{s: val, read: &o.valuesRead})
+		for _, h := range o.headers {
+			o.hdrKeys = append(o.hdrKeys, ast.String(h.Name))
+			o.hdrStrs = append(o.hdrStrs, lazyStr{s: h.Value, read: &o.valuesRead})
 		}
 		for i := range o.hdrStrs {
 			o.hdrVals = append(o.hdrVals, &o.hdrStrs[i])
@@ -208,7 +208,7 @@ func (o *objInput) reset(k *knownInput, in *policyinput.Input) {
 	} else {
 		o.prefix = ast.NullValue
 	}
-	o.headers = in.Request.Headers
+	o.headers = in.Request.Headers.Normalized()
 	o.valuesRead = false
 	for i := range o.lazy {
 		o.lazy[i] = lazyVal{in: o, kind: lazyKind(i)}
@@ -308,8 +308,8 @@ func (l *lazyVal) value() ast.Value {
 	switch l.kind {
 	case lzHeaders:
 		kvs := make([][2]*ast.Term, 0, len(o.headers))
-		for name, val := range o.headers {
-			kvs = append(kvs, [2]*ast.Term{ast.StringTerm(name), ast.StringTerm(val)})
+		for _, h := range o.headers {
+			kvs = append(kvs, [2]*ast.Term{ast.StringTerm(h.Name), ast.StringTerm(h.Value)})
 		}
 		v = ast.NewObject(kvs...)
 	case lzResource:
@@ -389,7 +389,7 @@ func (l *lazyVal) lookup(k ast.Value) (ast.Value, bool) {
 		v, ok := o.k.reqMap[string(s)]
 		return v, ok
 	default:
-		v, ok := o.headers[string(s)]
+		v, ok := o.headers.Get(string(s))
 		if !ok {
 			return nil, false
 		}
@@ -440,7 +440,7 @@ func appendObjectFields(b []byte, in *policyinput.Input) []byte {
 }
 
 // appendHeaderNames appends the header names part of appendObjectKey: an
-// exact encoding of which headers there are (names in order; a nil map is
+// exact encoding of which headers there are (names in order; nil headers are
 // JSON null), all that a header rule that read no value depends on
 // (headermemo.go).
 func appendHeaderNames(b []byte, in *policyinput.Input) []byte {
@@ -450,49 +450,19 @@ func appendHeaderNames(b []byte, in *policyinput.Input) []byte {
 
 // appendValidHeaderNames is appendHeaderNames, and whether the header
 // names and values are valid UTF-8 (validObjectFields, for the headers: one
-// pass over the map).
+// pass over them).
 func appendValidHeaderNames(b []byte, in *policyinput.Input) ([]byte, bool) {
-	if in.Request.Headers == nil {
+	hs := in.Request.Headers.Normalized()
+	if hs == nil {
 		return append(b, 'n'), true
 	}
-	names, valid, ok := givenHeaderNames(&in.Request)
-	if !ok {
-		var buf [16]string
-		names, valid = buf[:0], true
-		for k, v := range in.Request.Headers {
-			names = append(names, k)
-			valid = valid && utf8.ValidString(k) && utf8.ValidString(v)
-		}
-		slices.Sort(names)
-	}
-	b = binary.AppendUvarint(append(b, 'h'), uint64(len(names)))
-	for _, n := range names {
-		b = policyinput.AppendKeyString(b, n)
+	valid := true
+	b = binary.AppendUvarint(append(b, 'h'), uint64(len(hs)))
+	for _, h := range hs {
+		b = policyinput.AppendKeyString(b, h.Name)
+		valid = valid && utf8.ValidString(h.Name) && utf8.ValidString(h.Value)
 	}
 	return b, valid
-}
-
-// givenHeaderNames are r.HeaderNames when they are exactly r.Headers'
-// names in ascending order (ok false: sort the map): as many, strictly
-// ascending (so distinct), each a key of the map — then they are all of
-// its keys. valid: every name and value is valid UTF-8.
-func givenHeaderNames(r *policyinput.Request) (names []string, valid, ok bool) {
-	names = r.HeaderNames
-	if names == nil || len(names) != len(r.Headers) {
-		return nil, false, false
-	}
-	valid = true
-	for i, n := range names {
-		if i > 0 && names[i-1] >= n {
-			return nil, false, false
-		}
-		v, found := r.Headers[n]
-		if !found {
-			return nil, false, false
-		}
-		valid = valid && utf8.ValidString(n) && utf8.ValidString(v)
-	}
-	return names, valid, true
 }
 
 // appendScopeKey appends an exact encoding of everything in the input that

@@ -2,7 +2,6 @@ package fastpath
 
 import (
 	"context"
-	"maps"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -38,8 +37,7 @@ func TestHeaderRuleMemo(t *testing.T) {
 	// Same names with a guarded header added, then as before: each set of
 	// names decides as the full evaluation does, memo or not.
 	acl := *ins[1]
-	acl.Request.Headers = maps.Clone(ins[1].Request.Headers)
-	acl.Request.Headers["x-amz-acl"] = "private"
+	acl.Request.Headers = ins[1].Request.Headers.With("x-amz-acl", "private")
 	for _, in := range []*policyinput.Input{&acl, ins[2], &acl, ins[3]} {
 		if !checkSame(t, e, in) {
 			t.Fatal("differs")
@@ -79,7 +77,7 @@ allow if { count(seen) > 0; count(deny) == 0 }`,
 			for i, in := range ins {
 				want := true
 				if i%2 == 1 {
-					in.Request.Headers["user-agent"] = "evil agent"
+					in.Request.Headers = in.Request.Headers.With("user-agent", "evil agent")
 					want = false
 				}
 				d, err := e.Authorize(ctx, in)
@@ -105,8 +103,7 @@ func TestHeaderRuleMemoConcurrent(t *testing.T) {
 	ins := scanInputs(400)
 	for i, in := range ins {
 		if i%3 == 0 {
-			in.Request.Headers = maps.Clone(in.Request.Headers)
-			in.Request.Headers["x-amz-grant-read"] = "id=1"
+			in.Request.Headers = in.Request.Headers.With("x-amz-grant-read", "id=1")
 		}
 	}
 	ctx := context.Background()
