@@ -338,7 +338,7 @@ func (l *lazyVal) value() ast.Value {
 
 func (o *objInput) headersValue() ast.Value {
 	if o.headers == nil {
-		return ast.NullValue // a nil map is JSON null
+		return ast.NullValue // nil headers are JSON null
 	}
 	return o.lazy[lzHeaders].value()
 }
@@ -421,7 +421,7 @@ func validObjectFields(in *policyinput.Input) bool {
 // appendObjectKey appends an exact encoding of the per-object fields a
 // decision that read no header value depends on: the key, ARN, prefix,
 // version, source and the header names (in order, and whether there are headers at
-// all: a nil map is JSON null).
+// all: nil headers are JSON null).
 func appendObjectKey(b []byte, in *policyinput.Input) []byte {
 	return appendHeaderNames(appendObjectFields(b, in), in)
 }
