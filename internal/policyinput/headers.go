@@ -35,9 +35,11 @@ func HeadersOf(m map[string]string) Headers {
 	for k, v := range m {
 		h = append(h, Header{Name: k, Value: v})
 	}
-	slices.SortFunc(h, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(h, byName)
 	return h
 }
+
+func byName(a, b Header) int { return strings.Compare(a.Name, b.Name) }
 
 // Get returns the value of the header named name (lower case), as a map
 // lookup would: of the last entry with that name.
@@ -68,7 +70,7 @@ func (h Headers) Normalized() Headers {
 		return h
 	}
 	c := slices.Clone(h)
-	slices.SortStableFunc(c, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(c, byName)
 	out := c[:0]
 	for i := range c {
 		if i+1 < len(c) && c[i+1].Name == c[i].Name {
@@ -119,6 +121,6 @@ func (h *Headers) UnmarshalJSON(b []byte) error {
 
 // With returns a copy of h (in order) with the header name set to value.
 func (h Headers) With(name, value string) Headers {
-	c := append(slices.Clone(h.Normalized()), Header{Name: name, Value: value})
-	return c.Normalized()
+	// Normalized keeps the last entry of a name: the one appended.
+	return append(slices.Clone(h), Header{Name: name, Value: value}).Normalized()
 }
