@@ -25,7 +25,7 @@ check:
 # included), each for FUZZSHORT. Findings land in the package's
 # testdata/fuzz/ and fail the run. .ci/fuzz-one tells a finding from the
 # toolchain's "context deadline exceeded" at the end of -fuzztime on a busy
-# machine (go.dev/issue/75804, fixed in Go 1.27), which writes nothing.
+# machine (go.dev/issue/75804, fixed in Go 1.27), which writes no input.
 FUZZSHORT ?= 10s
 .PHONY: fuzz-short
 fuzz-short:
