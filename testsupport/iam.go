@@ -10,9 +10,9 @@ package testsupport
 // mode a security token is refused as InvalidToken.
 //
 // Its STS API, though, mints sessions only with AssumeRoleWithWebIdentity
-// (iamapi/router.go: the only STS actions are AssumeRoleWithWebIdentity and
-// GetCallerIdentity; AssumeRole and GetSessionToken are routed to the IAM
-// handler and refused). AssumeRoleWithWebIdentity fetches the issuer's OIDC
+// (its iamapi router knows only AssumeRoleWithWebIdentity and
+// GetCallerIdentity as STS actions; AssumeRole and GetSessionToken are
+// routed to the IAM handler and refused). AssumeRoleWithWebIdentity fetches the issuer's OIDC
 // discovery document from https://HOST/ on port 443 (provider URLs may not
 // name a port, iamutil.ValidateOIDCProviderURL) and refuses to dial
 // loopback or private addresses (iamutil.ssrfSafeHTTPClient), so no test
