@@ -12,11 +12,12 @@ package testsupport
 // Its STS API, though, mints sessions only with AssumeRoleWithWebIdentity
 // (its iamapi router knows only AssumeRoleWithWebIdentity and
 // GetCallerIdentity as STS actions; AssumeRole and GetSessionToken are
-// routed to the IAM handler and refused). AssumeRoleWithWebIdentity fetches the issuer's OIDC
-// discovery document from https://HOST/ on port 443 (provider URLs may not
-// name a port, iamutil.ValidateOIDCProviderURL) and refuses to dial
-// loopback or private addresses (iamutil.ssrfSafeHTTPClient), so no test
-// issuer on a loopback port can ever be reached.
+// routed to the IAM handler and refused). AssumeRoleWithWebIdentity
+// fetches the issuer's OIDC discovery document from https://HOST/ on port
+// 443 (provider URLs may not name a port, iamutil.ValidateOIDCProviderURL)
+// and refuses to dial loopback or private addresses
+// (iamutil.ssrfSafeHTTPClient), so no test issuer on a loopback port can
+// ever be reached.
 //
 // So the tests mint sessions the way that action stores them: they add a
 // session to the IAM service's file store (--dir, iam.json, which the
