@@ -185,9 +185,6 @@ func (h *Handler) refuseVend(ctx *fasthttp.RequestCtx, vr vendRoute, req *vend.R
 		status, msg, retryAfter = http.StatusServiceUnavailable, "audit log unavailable; nothing was vended", 1
 	}
 	writeVendError(ctx, vr.api, status, msg, retryAfter)
-	if status == http.StatusUnauthorized {
-		ctx.Response.Header.Set("WWW-Authenticate", challenge(msg))
-	}
 }
 
 // decodeUnityRequest reads GenerateTemporaryPathCredential: url and
@@ -268,7 +265,9 @@ func unityAnswer(c *vend.Credentials) []byte {
 }
 
 // writeVendError answers in the route's error model: Iceberg's
-// ErrorModel, or Unity Catalog's {error_code, message}.
+// ErrorModel, or Unity Catalog's {error_code, message}. Every 401 carries
+// the sign routes' WWW-Authenticate challenge, whichever stage refused
+// (authentication here, or the Mint: a token that expires too soon).
 func writeVendError(ctx *fasthttp.RequestCtx, api string, status int, msg string, retryAfter int) {
 	rid := ctx.Response.Header.Peek("X-Request-Id")
 	id := string(rid)
@@ -279,6 +278,9 @@ func writeVendError(ctx *fasthttp.RequestCtx, api string, status int, msg string
 	ctx.Response.Header.Set("X-Request-Id", id)
 	if retryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	if status == http.StatusUnauthorized {
+		ctx.Response.Header.Set("WWW-Authenticate", challenge(msg))
 	}
 	if api == apiUnity {
 		b, _ := json.Marshal(struct {
