@@ -39,9 +39,14 @@ type Config struct {
 	// beyond it).
 	MaxRequestBytes int `yaml:"max_request_bytes"`
 	// MaxResponseBytes caps an upstream answer the front reads to rewrite
-	// or inspect (table and configuration answers; default 64 MiB; 502
-	// beyond it). Other answers are streamed and not capped.
+	// or inspect (every answer but those whose schema cannot carry a
+	// credential; default 64 MiB; 502 beyond it). Other answers are
+	// streamed and not capped.
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// AnswerBudgetBytes caps the bytes of all answers being read at once
+	// (default 128 MiB, at least max_response_bytes + 64 KiB): an answer
+	// that finds it spent is answered 503 with Retry-After.
+	AnswerBudgetBytes int64 `yaml:"answer_budget_bytes"`
 	// MaxConcurrency caps forwarded requests at once (default 256; 503
 	// with Retry-After beyond it), apart from the sign requests' own cap.
 	MaxConcurrency int `yaml:"max_concurrency"`
@@ -93,6 +98,9 @@ func (c *Config) setDefaults() {
 	if c.MaxResponseBytes <= 0 {
 		c.MaxResponseBytes = 64 << 20
 	}
+	if c.AnswerBudgetBytes <= 0 {
+		c.AnswerBudgetBytes = max(128<<20, c.MaxResponseBytes+answerChunk)
+	}
 	if c.MaxConcurrency <= 0 {
 		c.MaxConcurrency = 256
 	}
@@ -125,6 +133,13 @@ func (c *Config) Validate() error {
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		return errors.New("catalog.tls: cert_file and key_file go together")
+	}
+	maxAnswer := c.MaxResponseBytes
+	if maxAnswer <= 0 {
+		maxAnswer = 64 << 20
+	}
+	if c.AnswerBudgetBytes > 0 && c.AnswerBudgetBytes < maxAnswer+answerChunk {
+		return fmt.Errorf("catalog.answer_budget_bytes (%d) is smaller than catalog.max_response_bytes plus 64 KiB: the largest answer would never fit", c.AnswerBudgetBytes)
 	}
 	if c.Timeout > 0 && c.ResponseTimeout > c.Timeout {
 		return fmt.Errorf("catalog.response_timeout (%s) is longer than catalog.timeout (%s)", c.ResponseTimeout, c.Timeout)

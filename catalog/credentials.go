@@ -2,39 +2,58 @@ package catalog
 
 import "strings"
 
-// credentialKey reports whether a config key carries a credential, or
-// settings that let an engine reach storage other than through
-// countersign's signatures: an engine that has them can bypass signing.
-// The list covers Iceberg's FileIO properties for S3, GCS and ADLS and the
-// AWS client factory's (docs/design.md, "Catalog front"); any key whose
-// last part names a secret, a token, a key or a password is treated as
-// one too, so that a catalog's own additions fail closed.
-func credentialKey(k string) bool {
-	switch k {
-	case "s3.access-key-id", "s3.secret-access-key", "s3.session-token",
-		"s3.session-token-expires-at-ms", "s3.refresh-credentials-endpoint",
-		"s3.refresh-credentials-enabled", "s3.profile-name",
-		"gcs.oauth2.token", "gcs.oauth2.token-expires-at",
-		"gcs.oauth2.refresh-credentials-endpoint", "gcs.oauth2.refresh-credentials-enabled",
-		"adls.refresh-credentials-endpoint", "adls.refresh-credentials-enabled",
-		"client.refresh-credentials-endpoint", "client.refresh-credentials-enabled",
-		"client.credentials-provider", "client.factory":
+// allowedConfigKey reports whether a config key of a catalog answer (a
+// table's config, a view's, /v1/config's defaults and overrides) may pass
+// to clients. It is an allow-list of Iceberg's documented client
+// properties that carry no credential and do not change how an engine
+// reaches storage (S3FileIOProperties, AwsClientProperties, GCPProperties,
+// AzureProperties, RESTCatalogProperties, CatalogProperties, PyIceberg's
+// and iceberg-go's S3 settings); every other key is dropped, so that a
+// catalog's credential under any name (adls.account-key,
+// fs.s3a.secret.key, a vendor's own) fails closed. Dropped on purpose,
+// though not credentials: the client factories, credential providers and
+// refresh endpoints (they let an engine reach storage around
+// countersign's signatures), the catalog's own uri and token (a client
+// would follow them past the front), header.* (they could set
+// Authorization), custom SSE keys, access points, and table-default.* /
+// table-override.* (table properties a catalog could fill with anything).
+// The keys the front writes itself (remote signing, the refresh endpoint
+// of vended credentials) are set after this filter.
+func allowedConfigKey(k string) bool {
+	if allowedConfigKeys[k] {
 		return true
 	}
-	for _, p := range []string{
-		"adls.sas-token", "adls.auth.shared-key", "adls.token",
-		"client.assume-role.", "client.credentials-provider.", "client.credential",
-		"s3.signer", "signer.", "s3.remote-signing", "rest.remote-signing.",
-	} {
-		if strings.HasPrefix(k, p) {
-			return true
-		}
-	}
-	last := k[strings.LastIndexByte(k, '.')+1:]
-	for _, s := range []string{"secret", "password", "access-key", "session-token", "sas-token", "shared-key", "private-key"} {
-		if strings.Contains(last, s) {
+	for _, p := range []string{"s3.write.tags.", "s3.delete.tags."} {
+		if rest, ok := strings.CutPrefix(k, p); ok && rest != "" {
 			return true
 		}
 	}
 	return false
+}
+
+var allowedConfigKeys = map[string]bool{
+	// Catalog (REST) client properties.
+	"prefix": true, "namespace-separator": true, "warehouse": true,
+	"rest-page-size": true, "rest-metrics-reporting-enabled": true, "view-endpoints-supported": true,
+	"snapshot-loading-mode": true, "scan-planning-mode": true, "rest-scan-planning.poll-timeout-ms": true,
+	"rest-table-cache.expire-after-write-ms": true, "rest-table-cache.max-entries": true,
+	"cache-enabled": true, "cache.expiration-interval-ms": true,
+	// S3FileIO and the AWS client (Java), PyIceberg, iceberg-go.
+	"s3.endpoint": true, "s3.path-style-access": true, "s3.region": true, "client.region": true,
+	"s3.force-virtual-addressing": true, "s3.sse.type": true, "s3.acl": true,
+	"s3.multipart.num-threads": true, "s3.multipart.part-size-bytes": true, "s3.multipart.threshold": true,
+	"s3.use-arn-region-enabled": true, "s3.checksum-enabled": true, "s3.chunked-encoding-enabled": true,
+	"s3.delete.batch-size": true, "s3.delete.num-threads": true, "s3.delete-enabled": true,
+	"s3.write.table-tag-enabled": true, "s3.write.namespace-tag-enabled": true, "s3.write.storage-class": true,
+	"s3.acceleration-enabled": true, "s3.dualstack-enabled": true, "s3.cross-region-access-enabled": true,
+	"s3.preload-client-enabled": true, "s3.retry.num-retries": true, "s3.retry.min-wait-ms": true,
+	"s3.retry.max-wait-ms": true, "s3.crt.enabled": true, "s3.crt.max-concurrency": true,
+	"s3.analytics-accelerator.enabled": true, "s3.connect-timeout": true, "s3.request-timeout": true,
+	"client.legacy-md5-plugin-enabled": true,
+	// GCSFileIO.
+	"gcs.project-id": true, "gcs.service.host": true, "gcs.user-project": true,
+	"gcs.channel.read.chunk-size-bytes": true, "gcs.channel.write.chunk-size-bytes": true,
+	"gcs.delete.batch-size": true, "gcs.analytics-core.enabled": true,
+	// ADLSFileIO.
+	"adls.read.block-size-bytes": true, "adls.write.block-size-bytes": true,
 }

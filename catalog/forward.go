@@ -32,10 +32,12 @@ var hopByHop = map[string]bool{
 // mechanisms it supports (the REST spec's X-Iceberg-Access-Delegation).
 const accessDelegation = "X-Iceberg-Access-Delegation"
 
-// Serve forwards one request to the upstream catalog and answers it. path
-// is the raw request path after countersign's base path ("/v1/..."), base
-// that base path ("" for the root).
-func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
+// Serve forwards one request to the upstream catalog and answers it. base
+// is the configured base path the request came in on ("" for the root);
+// the request-target is parsed, as received, from the request itself
+// (parseRequest): the path argument, the server's view of it, decides
+// nothing here.
+func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string) {
 	select {
 	case f.inflight <- struct{}{}:
 		defer func() { <-f.inflight }()
@@ -52,10 +54,24 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 		return
 	}
 	method := string(ctx.Method())
-	rt := classify(method, path)
-	if rt.kind == kindCredentials {
+	rt, rerr := f.parseRequest(ctx, base)
+	if rerr != nil {
+		if len(rerr.Allow) > 0 {
+			writeError(ctx, rerr.Status, "MethodNotAllowedException", rerr.Msg, 0)
+			ctx.Response.Header.Set("Allow", strings.Join(rerr.Allow, ", "))
+			return
+		}
+		typ := "BadRequestException"
+		if rerr.Status == http.StatusNotFound {
+			typ = "NoSuchRouteException"
+		}
+		writeError(ctx, rerr.Status, typ, rerr.Msg, 0)
+		return
+	}
+	path := rt.escapedPath(f.NamespaceSeparator()) // for errors and logs
+	if rt.spec.treat == treatOwn {
 		writeError(ctx, http.StatusNotFound, "NoSuchRouteException",
-			"countersign does not forward the catalog's vended credentials; credential vending is served by countersign itself where configured", 0)
+			"countersign does not forward "+rt.OperationID()+" to the catalog: signing, and credential vending where configured, are served by countersign itself on their canonical routes", 0)
 		return
 	}
 	body := ctx.PostBody()
@@ -64,7 +80,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 			"catalog request body is larger than the configured limit of "+strconv.Itoa(f.cfg.MaxRequestBytes)+" bytes (catalog.max_request_bytes)", 0)
 		return
 	}
-	if rt.kind == kindTable && rt.table == "" {
+	if op := rt.Op(); op == OpCreateTable || op == OpRegisterTable {
 		// createTable, registerTable: the table's name is in the body. The
 		// catalog may read another "name" than encoding/json would, and
 		// countersign would learn one table's location under the name of
@@ -75,24 +91,20 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 		}
 	}
 	reqCtx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
-	req, err := http.NewRequestWithContext(reqCtx, method, f.target(path, ctx.URI().QueryString()), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(reqCtx, method, f.upstreamURL(&rt).String(), bytes.NewReader(body))
 	if err != nil {
 		cancel()
 		writeError(ctx, http.StatusBadRequest, "BadRequestException", "cannot forward this request: "+err.Error(), 0)
 		return
 	}
+	req.URL = f.upstreamURL(&rt)
 	req.ContentLength = int64(len(body))
 	if len(body) == 0 && !ctx.Request.Header.IsPost() && !ctx.Request.Header.IsPut() {
 		req.Body = http.NoBody
 	}
-	for k, v := range ctx.Request.Header.All() {
-		name := http.CanonicalHeaderKey(string(k))
-		if hopByHop[name] {
-			continue
-		}
-		req.Header.Add(name, string(v))
-	}
-	if rt.kind != kindStream {
+	f.forwardHeaders(ctx, req)
+	stream := rt.spec.treat == treatStream
+	if !stream {
 		// The front reads these answers: let the transport negotiate (and
 		// undo) compression instead of the client.
 		req.Header.Del("Accept-Encoding")
@@ -103,65 +115,123 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, path, base string) {
 		f.upstreamFailed(ctx, method, path, err)
 		return
 	}
-	if rt.kind == kindStream || method == http.MethodHead || resp.StatusCode < 200 || resp.StatusCode > 299 || resp.StatusCode == http.StatusNoContent {
+	if stream {
 		f.stream(ctx, resp, cancel)
 		return
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxResponseBytes+1))
-	if err != nil {
+	data, release, err := f.readAnswer(resp)
+	defer release()
+	switch {
+	case errors.Is(err, errAnswerBudget):
+		writeError(ctx, http.StatusServiceUnavailable, "ServiceUnavailableException", fmt.Sprintf(
+			"countersign is reading its limit of %d bytes of catalog answers at once (catalog.answer_budget_bytes); retry", f.cfg.AnswerBudgetBytes), 1)
+		return
+	case errors.Is(err, errAnswerTooLarge):
+		writeError(ctx, http.StatusBadGateway, "BadGatewayException", fmt.Sprintf(
+			"the catalog's answer to %s %s is larger than catalog.max_response_bytes (%d); countersign reads every answer that may carry credentials whole to remove them",
+			method, truncate(path), f.cfg.MaxResponseBytes), 0)
+		return
+	case err != nil:
 		f.upstreamFailed(ctx, method, path, err)
 		return
 	}
-	if int64(len(data)) > f.cfg.MaxResponseBytes {
-		writeError(ctx, http.StatusBadGateway, "BadGatewayException", fmt.Sprintf(
-			"the catalog's answer to %s %s is larger than catalog.max_response_bytes (%d); countersign reads table and configuration answers whole to remove credentials",
-			method, truncate(path), f.cfg.MaxResponseBytes), 0)
+	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
+	if len(bytes.TrimSpace(data)) == 0 && (!ok || rt.spec.treat != treatTable || method == http.MethodHead) {
+		// An empty answer (204, 304, an error without a body) carries
+		// nothing to remove.
+		f.answerHeaders(ctx, resp)
 		return
 	}
-	if len(bytes.TrimSpace(data)) == 0 && rt.kind != kindTable {
-		// An empty answer (tableExists on a catalog that answers 200)
-		// carries nothing to remove.
-		copyHeaders(ctx, resp.Header)
-		ctx.SetStatusCode(resp.StatusCode)
-		return
+	var out []byte
+	if ok {
+		out, err = f.answer(ctx, &rt, data)
+	} else {
+		// An error answer is read too: in Iceberg's error model it is
+		// cleaned like any other; one that is not JSON goes on as it came.
+		if out, _, _, err = inspect(data); err != nil {
+			out, err = data, nil
+		}
 	}
-	out, err := f.answer(ctx, rt, data)
 	if err != nil {
 		f.log.Error("catalog answer refused", "method", method, "path", truncate(path), "err", err)
 		writeError(ctx, http.StatusBadGateway, "BadGatewayException",
 			"countersign cannot read the catalog's answer to "+method+" "+truncate(path)+": "+err.Error(), 0)
 		return
 	}
-	copyHeaders(ctx, resp.Header)
-	ctx.SetStatusCode(resp.StatusCode)
+	f.answerHeaders(ctx, resp)
 	ctx.SetBody(out)
 }
 
+// answerHeaders copies a read answer's status and headers; the answer is
+// countersign's (cleaned, maybe rewritten for one caller), so no cache
+// may keep it, whatever the catalog said.
+func (f *Front) answerHeaders(ctx *fasthttp.RequestCtx, resp *http.Response) {
+	copyHeaders(ctx, resp.Header)
+	ctx.Response.Header.Del("Expires")
+	ctx.Response.Header.Del("Pragma")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetStatusCode(resp.StatusCode)
+}
+
+// forwardHeaders copies the caller's headers to the upstream request,
+// except connection headers and the forwarding headers: countersign
+// vouches for none a client wrote. X-Forwarded-For is the peer countersign
+// saw.
+func (f *Front) forwardHeaders(ctx *fasthttp.RequestCtx, req *http.Request) {
+	for k, v := range ctx.Request.Header.All() {
+		name := http.CanonicalHeaderKey(string(k))
+		if hopByHop[name] || forwarding(name) {
+			continue
+		}
+		req.Header.Add(name, string(v))
+	}
+	if ip := ctx.RemoteIP(); ip != nil && !ip.IsUnspecified() {
+		req.Header.Set("X-Forwarded-For", ip.String())
+	}
+}
+
+// forwarding reports whether a canonical header name is one a proxy
+// sets: X-Forwarded-*, Forwarded, X-Real-Ip, and their kin.
+func forwarding(name string) bool {
+	switch name {
+	case "Forwarded", "X-Real-Ip", "X-Client-Ip", "True-Client-Ip", "X-Original-Forwarded-For", "Via":
+		return true
+	}
+	return strings.HasPrefix(name, "X-Forwarded-")
+}
+
 // answer applies the route's treatment to a 2xx answer body.
-func (f *Front) answer(ctx *fasthttp.RequestCtx, rt route, data []byte) ([]byte, error) {
+func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte, error) {
 	authz := ctx.Request.Header.Peek("Authorization")
 	token, haveToken := auth.TokenHash(authz)
-	switch rt.kind {
-	case kindConfig:
+	sep := f.NamespaceSeparator()
+	switch rt.spec.treat {
+	case treatConfig:
 		out, doc, _, err := inspect(data)
 		if err != nil {
 			return nil, err
 		}
 		f.learnSeparator(doc)
 		return out, nil
-	case kindTable:
-		table := rt.table
-		if table == "" { // createTable, registerTable: the name is in the body
+	case treatTable:
+		tr := *rt
+		if !rt.hasTable() { // createTable, registerTable: the name is in the body
 			req, _ := decodeMembers(ctx.PostBody()) // strict: Serve checked it
 			name := stringMember(req, "name")
 			if name == "" {
 				return nil, errors.New("the table request names no table")
 			}
-			table = rt.namespace + "/tables/" + url.PathEscape(name)
+			if msg := checkValue(name, false); msg != "" {
+				return nil, errors.New("the table's name " + quoteShort(name) + " " + msg)
+			}
+			tr = rt.tableRoute(name)
+		} else {
+			tr = rt.tableRoute(rt.Name)
 		}
-		s := signing{signerURI: f.signerURI(ctx), endpoint: tableEndpoint(table)}
+		table := tr.escapedPath(sep)
+		s := signing{signerURI: f.signerURI(ctx, rt), endpoint: tableEndpoint(table)}
 		doc, err := decodeObject(data)
 		if err != nil {
 			return nil, err
@@ -178,15 +248,19 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt route, data []byte) ([]byte,
 			f.locations.learn(token, table, loc)
 		}
 		return out, nil
-	default:
+	case treatCommit:
 		out, doc, _, err := inspect(data)
 		if err != nil {
 			return nil, err
 		}
-		if haveToken && rt.table != "" && string(ctx.Method()) == http.MethodPost {
-			f.locations.learn(token, rt.table, tableLocation(doc)) // a commit's new metadata
+		if haveToken {
+			tr := rt.tableRoute(rt.Name)
+			f.locations.learn(token, tr.escapedPath(sep), tableLocation(doc)) // the commit's new metadata
 		}
 		return out, nil
+	default:
+		out, _, _, err := inspect(data)
+		return out, err
 	}
 }
 
@@ -259,20 +333,37 @@ func copyHeaders(ctx *fasthttp.RequestCtx, h http.Header) {
 	}
 }
 
-// target is the upstream URL of a request path and query.
-func (f *Front) target(path string, query []byte) string {
-	u := *f.upstream
-	base := u.EscapedPath()
-	u.Path, u.RawPath = "", ""
-	s := u.String() + base + path
-	if len(query) > 0 {
-		s += "?" + string(query)
+// parseRequest parses the caller's request-target, as received, after
+// the base path it came in on.
+func (f *Front) parseRequest(ctx *fasthttp.RequestCtx, base string) (Route, *RouteError) {
+	target := string(ctx.Request.Header.RequestURI())
+	rest, ok := strings.CutPrefix(target, base)
+	if !ok || !strings.HasPrefix(target, "/") {
+		return Route{}, badTarget("the request-target must be a path (origin-form); countersign forwards no CONNECT, absolute-form or asterisk requests")
 	}
-	return s
+	rt, err := parseRoute(string(ctx.Method()), rest, f.NamespaceSeparator())
+	rt.base = base
+	return rt, err
 }
 
-// signerURI is countersign's base URI as the client reached it.
-func (f *Front) signerURI(ctx *fasthttp.RequestCtx) string {
+// upstreamURL is the upstream URL of a route: the configured upstream's
+// scheme, host and base path, then the route's segments escaped by
+// escapeSegment, and its canonical query.
+func (f *Front) upstreamURL(rt *Route) *url.URL {
+	u := *f.upstream
+	sep := f.NamespaceSeparator()
+	u.Path = f.upstream.Path + rt.decodedPath(sep)
+	u.RawPath = f.upstream.EscapedPath() + rt.escapedPath(sep)
+	u.RawQuery = rt.rawQuery()
+	u.ForceQuery = false
+	return &u
+}
+
+// signerURI is countersign's base URI for the table answers' s3.signer.uri:
+// catalog.public_url, or else the address of the listener the request
+// arrived on (the connection's local address, never the caller's Host
+// header), with the configured base path the request came in on.
+func (f *Front) signerURI(ctx *fasthttp.RequestCtx, rt *Route) string {
 	if f.public != nil {
 		return f.public.String()
 	}
@@ -280,11 +371,11 @@ func (f *Front) signerURI(ctx *fasthttp.RequestCtx) string {
 	if ctx.IsTLS() {
 		scheme = "https"
 	}
-	base := string(ctx.URI().PathOriginal())
-	if i := strings.Index(base, "/v1/"); i >= 0 {
-		base = base[:i]
+	host := "localhost"
+	if a, ok := ctx.LocalAddr().(*net.TCPAddr); ok {
+		host = net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port))
 	}
-	return scheme + "://" + string(ctx.Host()) + base
+	return scheme + "://" + host + rt.base
 }
 
 // upstreamFailed answers a request the upstream did not answer: 504 when
@@ -317,10 +408,19 @@ func errText(err error) string {
 func (f *Front) fetchLocation(ctx context.Context, authorization []byte, table string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.ResponseTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.target(table, []byte("snapshots=refs")), nil)
+	rt, rerr := parseRoute(http.MethodGet, table+"?snapshots=refs", f.NamespaceSeparator())
+	if rerr != nil || rt.Op() != OpLoadTable {
+		msg := "not a table path in the canonical spelling"
+		if rerr != nil {
+			msg = rerr.Msg
+		}
+		return "", &RefusedError{Table: table, Status: http.StatusBadRequest, Message: msg}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.upstreamURL(&rt).String(), nil)
 	if err != nil {
 		return "", &UnavailableError{Table: table, Err: err}
 	}
+	req.URL = f.upstreamURL(&rt)
 	if len(authorization) > 0 {
 		req.Header.Set("Authorization", string(authorization))
 	}
@@ -330,7 +430,8 @@ func (f *Front) fetchLocation(ctx context.Context, authorization []byte, table s
 		return "", &UnavailableError{Table: table, Err: errors.New(errText(err))}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxResponseBytes+1))
+	data, release, err := f.readAnswer(resp)
+	defer release()
 	if err != nil {
 		return "", &UnavailableError{Table: table, Err: err}
 	}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/countersign/countersign/internal/policyinput"
 )
@@ -35,6 +38,9 @@ type Front struct {
 	log       *slog.Logger
 	locations *Locations
 	inflight  chan struct{}
+	// budget is the bytes of answers being read at once
+	// (catalog.answer_budget_bytes; see readAnswer).
+	budget *semaphore.Weighted
 	// separator is the namespace separator as it appears in paths (the
 	// catalog's namespace-separator, "%1F" by default).
 	separator atomic.Pointer[string]
@@ -67,7 +73,7 @@ func New(o Options) (*Front, error) {
 	}
 	tr := &http.Transport{
 		Proxy:                 nil, // the upstream is reached directly, never through the environment's proxy
-		DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           upstreamDialer(up, cfg.ConnectTimeout),
 		TLSClientConfig:       tlsCfg,
 		TLSHandshakeTimeout:   cfg.ConnectTimeout,
 		ResponseHeaderTimeout: cfg.ResponseTimeout,
@@ -97,11 +103,37 @@ func New(o Options) (*Front, error) {
 		vendor:   o.Vendor,
 		log:      log,
 		inflight: make(chan struct{}, cfg.MaxConcurrency),
+		budget:   semaphore.NewWeighted(cfg.AnswerBudgetBytes),
 	}
 	sep := DefaultNamespaceSeparator
 	f.separator.Store(&sep)
 	f.locations = newLocations(cfg.LocationCacheSize, cfg.LocationTTL, cfg.LocationStaleGrace, now, f.fetchLocation)
 	return f, nil
+}
+
+// errDialRefused is the dialer's refusal of any address but the
+// upstream's; it names neither.
+var errDialRefused = errors.New("countersign connects to the configured catalog upstream only")
+
+// upstreamDialer dials the configured upstream's host and port and
+// nothing else, whatever URL a request carries: the front cannot be
+// turned into a connection to another host or port.
+func upstreamDialer(up *url.URL, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	port := up.Port()
+	if port == "" {
+		port = "80"
+		if up.Scheme == "https" {
+			port = "443"
+		}
+	}
+	want := net.JoinHostPort(up.Hostname(), port)
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != want || (network != "tcp" && network != "tcp4" && network != "tcp6") {
+			return nil, errDialRefused
+		}
+		return d.DialContext(ctx, network, want)
+	}
 }
 
 // Close releases the upstream connections.

@@ -116,8 +116,8 @@ func rewriteTable(body []byte, s signing) ([]byte, string, error) {
 }
 
 // inspect removes credentials from any other answer the front reads: a
-// top-level storage-credentials member, and credential keys in a
-// top-level config, defaults or overrides map (loadView, /v1/config,
+// top-level storage-credentials member, and every key off the allow-list
+// in a top-level config, defaults or overrides map (loadView, /v1/config,
 // scan planning, ...). changed is false when there was nothing to remove;
 // the body is then forwarded as it came.
 func inspect(body []byte) (out []byte, doc map[string]json.RawMessage, changed bool, err error) {
@@ -152,12 +152,12 @@ func inspect(body []byte) (out []byte, doc map[string]json.RawMessage, changed b
 	return out, doc, true, err
 }
 
-// stripCredentials deletes the credential keys of a config map and
-// reports whether there were any.
+// stripCredentials deletes every key of a config map that is not on the
+// allow-list (allowedConfigKey) and reports whether there were any.
 func stripCredentials(m map[string]json.RawMessage) bool {
 	n := len(m)
 	for k := range m {
-		if credentialKey(strings.ToLower(k)) {
+		if !allowedConfigKey(k) {
 			delete(m, k)
 		}
 	}

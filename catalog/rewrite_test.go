@@ -15,7 +15,7 @@ const upstreamTable = `{
   "metadata": {"format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1", "location": "s3://lake/wh/db/t",
                "last-updated-ms": 1602638573590, "properties": {"owner": "ann <ann@example.com>"}, "schemas": [], "current-schema-id": 0},
   "config": {"s3.access-key-id": "AKIA", "s3.secret-access-key": "SECRET", "s3.session-token": "TOKEN",
-             "client.region": "us-east-1", "s3.endpoint": "http://s3.internal", "token": "table-token",
+             "client.region": "us-east-1", "s3.endpoint": "http://s3.internal",
              "s3.signer.uri": "http://catalog-signer", "adls.sas-token.acct": "sas"},
   "storage-credentials": [{"prefix": "s3://lake/wh/db/t", "config": {"s3.access-key-id": "AKIA2", "s3.secret-access-key": "S2"}}],
   "remote-signing-config": {"headers": {"X-Upstream": ["1"]}}
@@ -40,7 +40,7 @@ func TestRewriteTableTurnsSigningOnAndRemovesCredentials(t *testing.T) {
 	}
 	got, want := decode(t, out), decode(t, []byte(upstreamTable))
 	wantCfg := map[string]any{
-		"client.region": "us-east-1", "s3.endpoint": "http://s3.internal", "token": "table-token",
+		"client.region": "us-east-1", "s3.endpoint": "http://s3.internal",
 		"s3.remote-signing-enabled": "true", "s3.signer.uri": "https://cs.example/catalog",
 		"s3.signer.endpoint": "v1/namespaces/db/tables/t/sign",
 	}
@@ -108,18 +108,29 @@ func TestInspectRemovesCredentialsElsewhere(t *testing.T) {
 	}
 }
 
-func TestCredentialKeys(t *testing.T) {
+// TestConfigKeysByAllowList: credential keys under any name are dropped
+// (the four named are ones a deny-list let through), documented client
+// properties pass.
+func TestConfigKeysByAllowList(t *testing.T) {
 	for _, k := range []string{"s3.access-key-id", "s3.secret-access-key", "s3.session-token", "gcs.oauth2.token",
 		"adls.sas-token.account", "adls.auth.shared-key.account.key", "client.assume-role.arn", "s3.signer.uri",
-		"signer.endpoint", "s3.remote-signing-enabled", "custom.db-password", "x.private-key"} {
-		if !credentialKey(k) {
+		"signer.endpoint", "s3.remote-signing-enabled", "custom.db-password", "x.private-key",
+		"adls.account-key", "adls.connection-string", "fs.s3a.access.key", "fs.s3a.secret.key",
+		"adls.connection-string.acct", "token", "uri", "io-impl", "header.Authorization", "s3.sse.key",
+		"client.factory", "S3.Endpoint", "s3.endpoint ", "s3.write.tags.", "client.refresh-credentials-endpoint"} {
+		if allowedConfigKey(k) {
 			t.Errorf("%s kept", k)
 		}
 	}
-	for _, k := range []string{"token", "client.region", "s3.endpoint", "s3.path-style-access", "warehouse", "prefix", "namespace-separator", "io-impl"} {
-		if credentialKey(k) {
+	for _, k := range []string{"client.region", "s3.endpoint", "s3.path-style-access", "warehouse", "prefix", "namespace-separator", "s3.write.tags.team"} {
+		if !allowedConfigKey(k) {
 			t.Errorf("%s removed", k)
 		}
+	}
+	doc := `{"config":{"adls.account-key":"k","adls.connection-string":"c","fs.s3a.access.key":"a","fs.s3a.secret.key":"s","s3.endpoint":"http://s3"}}`
+	out, _, changed, err := inspect([]byte(doc))
+	if err != nil || !changed || string(out) != `{"config":{"s3.endpoint":"http://s3"}}` {
+		t.Fatalf("inspect: %s %v %v", out, changed, err)
 	}
 }
 

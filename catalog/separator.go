@@ -40,7 +40,11 @@ func (f *Front) learnSeparator(doc map[string]json.RawMessage) {
 func (f *Front) Refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.ResponseTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.target("/v1/config", nil), nil)
+	rt, rerr := parseRoute(http.MethodGet, "/v1/config", f.NamespaceSeparator())
+	if rerr != nil {
+		return rerr
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.upstreamURL(&rt).String(), nil)
 	if err != nil {
 		return err
 	}
