@@ -462,9 +462,19 @@ type objectRef struct {
 	bucket, key, versionID string
 }
 
-// parseCopySource reads x-amz-copy-source ("[/]bucket/key[?versionId=v]",
-// URL-encoded): a copy is a read of another object, and that read must be
-// authorized like any other.
+// parseCopySource reads x-amz-copy-source: a copy is a read of another
+// object, and that read must be authorized like any other. The one form
+// accepted is what the SDKs send: an optional leading '/' (SDK for Java
+// 1.x sends one, 2.x and boto3 do not; every server drops it), the
+// bucket, '/', the key in AWS's canonical percent-encoding, and
+// optionally the literal suffix "?versionId=" with the version in the
+// same encoding. Servers do not agree on the order of decoding and
+// splitting (versitygw decodes the whole value, then cuts at
+// "?versionId="; MinIO decodes it, then parses it as a URL, decoding
+// again; SeaweedFS splits at the raw '?'), so a decoded key or version
+// holding a byte any of them may read as syntax after decoding is refused
+// (copySourceKeyByte, copySourceVersionByte): what every server reads is
+// then what was decided.
 func (c *Classifier) parseCopySource(h remotesign.Headers) (objectRef, bool, error) {
 	if !h.Has("x-amz-copy-source") {
 		if h.Has("x-amz-copy-source-range") {
@@ -485,14 +495,23 @@ func (c *Classifier) parseCopySource(h remotesign.Headers) (objectRef, bool, err
 	path, query, hasQuery := strings.Cut(v, "?")
 	var ref objectRef
 	if hasQuery {
-		q, err := parseQuery(query)
+		rawVersion, ok := strings.CutPrefix(query, "versionId=")
+		if !ok || rawVersion == "" || strings.ContainsAny(rawVersion, "&=") {
+			return objectRef{}, false, malformed("header x-amz-copy-source %q may only carry ?versionId= and a version", truncate(v))
+		}
+		version, err := percentDecode(rawVersion, "header x-amz-copy-source version")
 		if err != nil {
-			return objectRef{}, false, malformed("header x-amz-copy-source: %v", err)
+			return objectRef{}, false, err
 		}
-		if len(q) != 1 || q[0].key != "versionId" || q[0].value == "" {
-			return objectRef{}, false, malformed("header x-amz-copy-source may only carry ?versionId=")
+		if !isAWSEscapedPath(rawVersion, version) {
+			return objectRef{}, false, malformed("header x-amz-copy-source's version is not in canonical encoding: send ?versionId=%s", truncate(string(appendAWSEscapedPath(nil, version))))
 		}
-		ref.versionID = q[0].value
+		for i := 0; i < len(version); i++ {
+			if !copySourceVersionByte(version[i]) {
+				return objectRef{}, false, malformed("header x-amz-copy-source %q: the version %q contains %q; a copy source's version id may hold only letters, digits and -._~/=", truncate(v), truncate(version), version[i])
+			}
+		}
+		ref.versionID = version
 	}
 	path = strings.TrimPrefix(path, "/")
 	bucket, rawKey, ok := strings.Cut(path, "/")
@@ -514,11 +533,39 @@ func (c *Classifier) parseCopySource(h remotesign.Headers) (objectRef, bool, err
 	if !isAWSEscapedPath(rawKey, key) {
 		return objectRef{}, false, malformed("header x-amz-copy-source is not in canonical S3 encoding: the key must be sent as %q", truncate(string(appendAWSEscapedPath(nil, key))))
 	}
-	if ref.versionID != "" {
-		if canon := "versionId=" + string(appendAWSEscapedPath(nil, ref.versionID)); canon != query {
-			return objectRef{}, false, malformed("header x-amz-copy-source's version is not in canonical encoding: send ?%s", truncate(canon))
+	for i := 0; i < len(key); i++ {
+		if !copySourceKeyByte(key[i]) {
+			return objectRef{}, false, malformed("header x-amz-copy-source %q: the key %q contains %q, which a server that decodes the copy source before splitting it may read as syntax (query, fragment, second escape, separator, space); a copy source's key may hold only letters, digits, non-ASCII and -._~/!$'()*,:=@", truncate(v), truncate(key), key[i])
 		}
 	}
 	ref.bucket, ref.key = bucket, key
 	return ref, true, nil
+}
+
+// copySourceKeyByte is the allow-list of a copy source's decoded key
+// bytes (C0, DEL, C1 and invalid UTF-8 are checkKey's): letters, digits,
+// -._~ and '/', non-ASCII, and the ASCII punctuation no server reads as
+// syntax once decoded. Out are '?' and '#' (a query or fragment to a
+// server that decodes before it splits: versitygw, MinIO), '%' (a second
+// escape to one that decodes twice: MinIO's url.Parse), '+' and space
+// (space, or trimmed, to some decoders), '&' and ';' (parameter
+// separators), '\' (a '/' to SeaweedFS) and the rest of the ASCII that
+// URL parsers refuse or normalize ("<>[]^`{|}).
+func copySourceKeyByte(c byte) bool {
+	if unreserved(c) || c >= 0x80 {
+		return true
+	}
+	switch c {
+	case '/', '!', '$', '\'', '(', ')', '*', ',', ':', '=', '@':
+		return true
+	}
+	return false
+}
+
+// copySourceVersionByte is the allow-list of a copy source's decoded
+// version id: what S3 and the S3-compatible stores mint, letters, digits,
+// -._~ and '/' and '='. Not '+', which a server that decodes the value
+// and then parses its query (decoding again) reads as a space.
+func copySourceVersionByte(c byte) bool {
+	return unreserved(c) || c == '/' || c == '='
 }

@@ -157,12 +157,12 @@ func TestOperationTable(t *testing.T) {
 
 func TestCopySourceTarget(t *testing.T) {
 	c := testClassifier(t)
-	r, err := c.Classify(req("PUT", "http://localhost:7070/lake/dst/b.parquet", hdrs("x-amz-copy-source", "/other/src/a%20b.parquet?versionId=v7")))
+	r, err := c.Classify(req("PUT", "http://localhost:7070/lake/dst/b.parquet", hdrs("x-amz-copy-source", "/other/src/a%3Db.parquet?versionId=v7")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := r.Targets[1]
-	if src.Role != "copy-source" || src.Bucket != "other" || src.Key != "src/a b.parquet" || src.VersionID != "v7" ||
+	if src.Role != "copy-source" || src.Bucket != "other" || src.Key != "src/a=b.parquet" || src.VersionID != "v7" ||
 		src.Action != "s3:GetObjectVersion" || src.Access != AccessRead {
 		t.Fatalf("copy source target = %+v", src)
 	}

@@ -31,6 +31,9 @@ type DeleteKey struct {
 // text outside elements, more than maxKeys objects — is an error, because a
 // lenient parser here could disagree with S3's about which keys are deleted.
 func ParseDeleteBody(body []byte, maxKeys int) ([]DeleteKey, error) {
+	if err := checkCharRefs(body); err != nil {
+		return nil, err
+	}
 	d := xml.NewDecoder(bytes.NewReader(body))
 	d.Strict = true
 	d.Entity = nil
@@ -138,6 +141,49 @@ func ParseDeleteBody(body []byte, maxKeys int) ([]DeleteKey, error) {
 		return nil, malformed("DeleteObjects body names no keys")
 	}
 	return keys, nil
+}
+
+// checkCharRefs refuses a body with a character reference to what is not
+// an XML character (XML 1.0's Char: a surrogate, U+FFFE, U+FFFF, NUL and
+// the other C0 controls but tab, LF and CR, or beyond U+10FFFF), or one
+// that is not a reference at all. encoding/xml decodes "&#xD800;" to
+// U+FFFD where a conforming parser refuses the document: the key decided
+// would not be the key any server deletes. The scan covers the whole body
+// (CDATA and comments too, where "&#" is literal text: refusing those is
+// only stricter).
+func checkCharRefs(body []byte) error {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte("&#"))
+		if j < 0 {
+			return nil
+		}
+		i += j + 2
+		end := bytes.IndexByte(body[i:], ';')
+		if end < 0 {
+			return malformed("DeleteObjects body is not valid XML: an unterminated character reference")
+		}
+		ref := body[i : i+end]
+		i += end + 1
+		base, digits := 10, ref
+		if len(ref) > 0 && ref[0] == 'x' {
+			base, digits = 16, ref[1:]
+		}
+		n, err := strconv.ParseUint(string(digits), base, 32)
+		if err != nil || len(digits) == 0 || digits[0] == '+' || digits[0] == '-' {
+			return malformed("DeleteObjects body is not valid XML: %q is not a character reference", truncate("&#"+string(ref)+";"))
+		}
+		if !isXMLChar(n) {
+			return malformed("DeleteObjects body is not valid XML: the character reference %q names U+%04X, which is not an XML character (a surrogate, U+FFFE, U+FFFF, a control other than tab, LF and CR, or beyond U+10FFFF)", truncate("&#"+string(ref)+";"), n)
+		}
+	}
+}
+
+// isXMLChar is XML 1.0's Char production.
+func isXMLChar(r uint64) bool {
+	return r == 0x9 || r == 0xA || r == 0xD ||
+		r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD ||
+		r >= 0x10000 && r <= 0x10FFFF
 }
 
 // deleteTargets parses and binds a DeleteObjects body. Every key is its own

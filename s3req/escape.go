@@ -101,13 +101,22 @@ func percentDecode(s, what string) (string, error) {
 // checkText rejects invalid UTF-8 and control characters in a decoded key,
 // prefix or parameter: S3 would accept some of them, but no table format
 // writes them and they are a classic way to make logs and policies disagree.
+// The control characters are Unicode's (category Cc): C0, DEL and C1
+// (U+0080 to U+009F, NEL among them, which some log readers and terminals
+// take for a line break).
 func checkText(s, what string) error {
 	if !utf8.ValidString(s) {
 		return malformed("%s is not valid UTF-8", what)
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
+		c := s[i]
+		if c < 0x20 || c == 0x7f {
 			return malformed("%s contains a control character (0x%02x)", what, c)
+		}
+		// Valid UTF-8: 0xC2 is followed by a continuation byte, and
+		// 0xC2 0x80 to 0xC2 0x9F encode U+0080 to U+009F.
+		if c == 0xc2 && s[i+1] < 0xa0 {
+			return malformed("%s contains a control character (U+%04X)", what, rune(s[i+1]))
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@ func TestCopySourceOneSpelling(t *testing.T) {
 	copyOf := func(h remotesign.Headers) (*Request, error) { return c.Classify(req("PUT", dst, h)) }
 	for _, good := range []struct{ src, bucket, key, version string }{
 		{"lake/wh/a.parquet", "lake", "wh/a.parquet", ""},
-		{"/lake/wh/a%20b%2Bc.parquet", "lake", "wh/a b+c.parquet", ""},
+		{"/lake/wh/a%21b%3Dc%40d.parquet", "lake", "wh/a!b=c@d.parquet", ""},
 		{"lake/wh/%E2%82%AC?versionId=3Lg.x_y", "lake", "wh/€", "3Lg.x_y"},
 	} {
 		r, err := copyOf(hdrs("x-amz-copy-source", good.src))

@@ -119,7 +119,7 @@ var oracleSeeds = func() [][4]string {
 	return [][4]string{
 		{"GET", "http://localhost:7070/lake/wh/db/t/data/f.parquet", "amz-sdk-request: attempt=1; max=4", ""},
 		{"HEAD", "http://lake.localhost:7070/wh/a%20b%2B%E2%82%AC.parquet", "Range: bytes=0-99", ""},
-		{"PUT", "http://localhost:7070/lake/wh/copy", "x-amz-copy-source: lake/wh/src%20x?versionId=3", ""},
+		{"PUT", "http://localhost:7070/lake/wh/copy", "x-amz-copy-source: lake/wh/src%3Dx?versionId=3", ""},
 		{"PUT", "http://lake.localhost:7070/wh/k?partNumber=1&uploadId=abc", "Content-Length: 4\nx-amz-content-sha256: UNSIGNED-PAYLOAD", ""},
 		{"POST", "http://localhost:7070/lake?delete", "Content-MD5: " + base64.StdEncoding.EncodeToString(delMD5[:]), del},
 		{"POST", "http://lake.localhost:7070/?delete", "Content-Type: application/xml", del},
