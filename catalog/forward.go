@@ -90,6 +90,9 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string) {
 			return
 		}
 	}
+	if !f.checkTableChange(ctx, method, path, &rt, body) {
+		return // a location the operator has not given (tablechange.go)
+	}
 	reqCtx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 	req, err := http.NewRequestWithContext(reqCtx, method, f.upstreamURL(&rt).String(), bytes.NewReader(body))
 	if err != nil {
@@ -153,6 +156,9 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string) {
 		if out, _, _, err = inspect(data); err != nil {
 			out, err = data, nil
 		}
+	}
+	if err != nil && refusedAnswer(ctx, err) {
+		return
 	}
 	if err != nil {
 		f.log.Error("catalog answer refused", "method", method, "path", truncate(path), "err", err)
@@ -237,6 +243,9 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte
 			return nil, err
 		}
 		loc := tableLocation(doc)
+		if err := f.checkLocation(ctx, table, loc); err != nil {
+			return nil, err
+		}
 		if f.vendor != nil && wantsVending(ctx.Request.Header.Peek(accessDelegation)) && loc != "" {
 			s.credentials = f.vend(ctx, authz, table, loc)
 		}
@@ -253,8 +262,7 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte
 		if err != nil {
 			return nil, err
 		}
-		if haveToken {
-			tr := rt.tableRoute(rt.Name)
+		if tr := rt.tableRoute(rt.Name); haveToken && f.checkLocation(ctx, tr.escapedPath(sep), tableLocation(doc)) == nil {
 			f.locations.learn(token, tr.escapedPath(sep), tableLocation(doc)) // the commit's new metadata
 		}
 		return out, nil

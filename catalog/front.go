@@ -25,6 +25,10 @@ type Options struct {
 	Log    *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Locations is the operator's word on table locations (tablechange.go):
+	// location changes and learned locations it refuses are refused. nil
+	// checks none (serve always sets it).
+	Locations LocationPolicy
 }
 
 // Front forwards the Iceberg REST catalog API to the upstream catalog and
@@ -37,7 +41,10 @@ type Front struct {
 	vendor    Vendor
 	log       *slog.Logger
 	locations *Locations
-	inflight  chan struct{}
+	// locationPolicy decides which locations a table may have (nil: none
+	// checked).
+	locationPolicy LocationPolicy
+	inflight       chan struct{}
 	// budget is the bytes of answers being read at once
 	// (catalog.answer_budget_bytes; see readAnswer).
 	budget *semaphore.Weighted
@@ -100,14 +107,16 @@ func New(o Options) (*Front, error) {
 			// Redirects go back to the client as the catalog sent them.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		vendor:   o.Vendor,
-		log:      log,
-		inflight: make(chan struct{}, cfg.MaxConcurrency),
-		budget:   semaphore.NewWeighted(cfg.AnswerBudgetBytes),
+		vendor:         o.Vendor,
+		log:            log,
+		inflight:       make(chan struct{}, cfg.MaxConcurrency),
+		budget:         semaphore.NewWeighted(cfg.AnswerBudgetBytes),
+		locationPolicy: o.Locations,
 	}
 	sep := DefaultNamespaceSeparator
 	f.separator.Store(&sep)
 	f.locations = newLocations(cfg.LocationCacheSize, cfg.LocationTTL, cfg.LocationStaleGrace, now, f.fetchLocation)
+	f.locations.check = f.checkLocation
 	return f, nil
 }
 

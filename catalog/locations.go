@@ -22,8 +22,11 @@ type Locations struct {
 	cache      *lru.Cache[locationKey, locationEntry]
 	ttl, grace time.Duration
 	fetch      func(ctx context.Context, authorization []byte, table string) (string, error)
-	now        func() time.Time
-	group      singleflight.Group
+	// check refuses a fetched location the operator's data does not
+	// allow (a *LocationRefusedError); nil checks none.
+	check func(ctx context.Context, table, location string) error
+	now   func() time.Time
+	group singleflight.Group
 }
 
 type locationKey struct {
@@ -106,6 +109,13 @@ func (l *Locations) Locate(ctx context.Context, token [32]byte, authorization []
 		if err != nil {
 			return "", err
 		}
+		if l.check != nil {
+			// A location the catalog now gives (any committer can change
+			// it there) is never one the operator has not allowed.
+			if err := l.check(ctx, table, loc); err != nil {
+				return "", err
+			}
+		}
 		l.cache.Add(key, locationEntry{loc, l.now()})
 		return loc, nil
 	})
@@ -115,7 +125,8 @@ func (l *Locations) Locate(ctx context.Context, token [32]byte, authorization []
 			return e.location, nil // the catalog is unreachable: the known location serves on
 		}
 		var re *RefusedError
-		if errors.As(err, &re) {
+		var lr *LocationRefusedError
+		if errors.As(err, &re) || errors.As(err, &lr) {
 			l.cache.Remove(key)
 		}
 		return "", err

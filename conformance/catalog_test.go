@@ -68,7 +68,7 @@ func TestIcebergGoThroughCatalogFront(t *testing.T) {
 	srv := &s3Server{weed}
 	audit := newAuditDir(t)
 	cfg, env := seaweed.Config(t, testsupport.CountersignConfig{
-		Audit: audit, NodeID: "conformance", Policy: testsupport.CatalogTablePolicy, PolicyLib: true,
+		Audit: audit, NodeID: "conformance", Policy: testsupport.CatalogTablePolicy, PolicyData: testsupport.CatalogTableRoots, PolicyLib: true,
 		Upstream: weed.IcebergURL,
 	})
 	cs := startCountersign(t, cfg, env...)

@@ -110,7 +110,7 @@ func startCatalogFront(t *testing.T) *catalogFront {
 	rl := startRelay(t, strings.TrimPrefix(cat.Weed.IcebergURL, "http://"))
 	audit := newAuditDir(t)
 	cfg, env := cat.Config(t, testsupport.CountersignConfig{
-		Audit: audit, NodeID: "e2e", Policy: testsupport.CatalogTablePolicy, PolicyLib: true,
+		Audit: audit, NodeID: "e2e", Policy: testsupport.CatalogTablePolicy, PolicyData: testsupport.CatalogTableRoots, PolicyLib: true,
 		Upstream: rl.url(), CatalogSettings: []string{"response_timeout: 1s", "location_ttl: 1h"},
 	})
 	cs := startCountersign(t, cfg, env...)

@@ -24,7 +24,7 @@ func TestCatalogFrontVends(t *testing.T) {
 	weed := cat.Weed
 	ad := newAuditDir(t)
 	cfg, env := cat.Config(t, testsupport.CountersignConfig{
-		Audit: ad, NodeID: "e2e", Policy: testsupport.CatalogTablePolicy, PolicyLib: true, PathOnly: true,
+		Audit: ad, NodeID: "e2e", Policy: testsupport.CatalogTablePolicy, PolicyData: testsupport.CatalogTableRoots, PolicyLib: true, PathOnly: true,
 		Upstream: weed.IcebergURL,
 		Extra: fmt.Sprintf(`vending:
   enabled: true

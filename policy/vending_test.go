@@ -98,3 +98,54 @@ func TestMintDecisions(t *testing.T) {
 		}
 	}
 }
+
+// TestSignOnlyTableVendedByNoLocation: with a catalog front a sign-only
+// table needs no location in the data; its mints are refused by the
+// table's identity whatever location the catalog gives, on the policy
+// that would grant them otherwise, and sign requests still go through.
+func TestSignOnlyTableVendedByNoLocation(t *testing.T) {
+	ctx := context.Background()
+	data := filepath.Join(t.TempDir(), "tables.json")
+	if err := os.WriteFile(data, []byte(`{"countersign": {"tables": {"lake/db/cards": {"sign_only": true}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := policy.Load(ctx, policy.Options{Paths: []string{libDir, filepath.Join(examplesDir, "grants"), data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mint := func(table *policy.Table, prefix string) *policy.Input {
+		p := prefix
+		return &policy.Input{
+			Version: 1, Principal: &policy.Principal{ID: "eve", Groups: []string{"etl"}},
+			Operation: "MintCredentials", Action: "sts:AssumeRole", Access: "read",
+			Resource: policy.Resource{Bucket: "lake", Prefix: &p, ARN: "arn:aws:s3:::lake/" + p + "*"},
+			Table:    table,
+			Request:  policy.Request{Method: "GET", Headers: policy.HeadersOf(map[string]string{})},
+			Mint:     &policy.Mint{Prefix: p, Access: "read", DurationSeconds: 900},
+		}
+	}
+	cards := &policy.Table{Prefix: "lake", Namespace: []string{"db"}, Name: "cards", Location: "s3://lake/wh/db/cards/"}
+	for _, prefix := range []string{"wh/db/cards/", "wh/db/cards/data/", "wh/db/elsewhere/"} {
+		d, err := eng.Authorize(ctx, mint(cards, prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allow || !strings.Contains(d.Reason, "table lake/db/cards is sign-only") {
+			t.Errorf("mint of sign-only table cards at %s: allow %v, reason %q", prefix, d.Allow, d.Reason)
+		}
+	}
+	other := &policy.Table{Prefix: "lake", Namespace: []string{"db"}, Name: "t", Location: "s3://lake/wh/db/t/"}
+	if d, err := eng.Authorize(ctx, mint(other, "wh/db/t/")); err != nil || !d.Allow {
+		t.Errorf("mint of another table refused: %v %q", err, d.Reason)
+	}
+	get := &policy.Input{
+		Version: 1, Principal: &policy.Principal{ID: "eve", Groups: []string{"etl"}},
+		Operation: "GetObject", Action: "s3:GetObject", Access: "read",
+		Resource: policy.Resource{Bucket: "lake", Key: "wh/db/cards/f.parquet", ARN: "arn:aws:s3:::lake/wh/db/cards/f.parquet"},
+		Table:    cards,
+		Request:  policy.Request{Method: "GET", Headers: policy.HeadersOf(map[string]string{})},
+	}
+	if d, err := eng.Authorize(ctx, get); err != nil || !d.Allow {
+		t.Errorf("signing for the sign-only table refused: %v %q", err, d.Reason)
+	}
+}

@@ -21,9 +21,10 @@ const CatalogWarehouse = "lake"
 
 // CatalogTablePolicy confines keys to the location the catalog gave the
 // caller (lib/table_scope.rego reads input.table.location; there is no
-// data.countersign.tables: the catalog's answers are the only table data)
-// and lets group etl read, write, delete and list there. It needs the
-// library (CountersignConfig.PolicyLib).
+// data.countersign.tables), within the operator's root for the warehouse
+// (CatalogTableRoots, as CountersignConfig.PolicyData), and lets group etl
+// read, write, delete and list there. It needs the library
+// (CountersignConfig.PolicyLib).
 const CatalogTablePolicy = `package countersign.authz
 
 import data.countersign.lib.guardrails
@@ -48,6 +49,12 @@ permit contains "catalog" if {
 
 reason := concat("; ", sort(deny)) if count(deny) > 0
 `
+
+// CatalogTableRoots is the operator's root for the tables of the
+// warehouse CatalogWarehouse, the whole table bucket: without a root (or a
+// location in data.countersign.tables) lib/table_scope.rego trusts no
+// location the catalog gives. For CountersignConfig.PolicyData.
+const CatalogTableRoots = `{"countersign": {"table_roots": {"` + CatalogWarehouse + `": "s3://` + CatalogWarehouse + `/"}}}`
 
 // CatalogOptions are what StartCatalog adds to SeaweedFS.
 type CatalogOptions struct {
@@ -105,6 +112,8 @@ type CountersignConfig struct {
 	NodeID string    // audit.node_id; required
 	// Policy is the text of authz.rego, written to a directory of its own.
 	Policy string
+	// PolicyData, when set, is written beside it as data.json.
+	PolicyData string
 	// PolicyLib puts the repository's deploy/policies/lib on policy.paths
 	// before the policy (the working directory is a module directly below
 	// the repository root, see the package comment).
@@ -136,6 +145,11 @@ func (c *Catalog) Config(t testing.TB, o CountersignConfig) (config string, env 
 	pol := t.TempDir()
 	if err := os.WriteFile(filepath.Join(pol, "authz.rego"), []byte(o.Policy), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if o.PolicyData != "" {
+		if err := os.WriteFile(filepath.Join(pol, "data.json"), []byte(o.PolicyData), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	paths := []string{pol}
 	if o.PolicyLib {

@@ -186,7 +186,7 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 	}
 	srvCfg := cfg.Limits.serverConfig(tlsConfig)
 	if cfg.Catalog.Enabled() {
-		co := catalog.Options{Config: cfg.Catalog, Log: log}
+		co := catalog.Options{Config: cfg.Catalog, Log: log, Locations: pm}
 		if vendor != nil {
 			co.Vendor = &vend.CatalogVendor{Service: vendor, Authenticator: authn, Region: cfg.Vending.Region, Endpoint: cfg.Vending.Endpoint}
 		}

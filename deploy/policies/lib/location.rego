@@ -37,3 +37,20 @@ covers(loc, res) if {
 path(res) := res.prefix if is_string(res.prefix)
 
 path(res) := res.key if not is_string(res.prefix)
+
+# within(a, b): location a is location b or lies under it (both parsed).
+within(a, b) if {
+	a.bucket == b.bucket
+	startswith(a.prefix, b.prefix)
+}
+
+# strictly_within(a, b): a lies under b and is not b itself.
+strictly_within(a, b) if {
+	within(a, b)
+	a.prefix != b.prefix
+}
+
+# overlaps(a, b): one of the two locations contains the other.
+overlaps(a, b) if within(a, b)
+
+overlaps(a, b) if within(b, a)

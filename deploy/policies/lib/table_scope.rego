@@ -1,18 +1,40 @@
-# Table scope, from the catalog's table locations in data.countersign.tables:
+# Table scope, from the operator's table locations in data.countersign.tables:
 #
 #   {"<prefix>/<namespace levels joined by .>/<name>": {
 #       "location": "s3://bucket/path/to/table/",
 #       "grants":   {"<group>": ["read", "list"], ...}}}
 #
+# and, for tables the data gives no location, the operator's roots in
+# data.countersign.table_roots, keyed by warehouse (the route's prefix) or
+# by warehouse and namespace:
+#
+#   {"<prefix>": "s3://bucket/warehouse/",
+#    "<prefix>/<namespace levels joined by .>": "s3://bucket/warehouse/ns/"}
+#
 # A grant names access classes; "delete" does not include
 # "delete_version" (removing an object version for good): a table whose
 # groups may do that lists it.
 #
-# The table's location is the catalog's own when countersign fronts the
-# catalog (input.table.location, from the catalog's answer to this
-# caller: catalog.upstream), and otherwise the entry's "location". With
-# the catalog's location a table needs no entry here to be confined to
-# it; its grants still come from its entry (or from another library).
+# Locations only narrow. When countersign fronts the catalog, the catalog
+# tells it the table's location (input.table.location, from the
+# catalog's answer to this caller: catalog.upstream). Any principal that
+# may commit to a table can change that location (Iceberg's set-location
+# update, or createTable/registerTable with a location), so it is never a
+# grant of its own:
+#
+#   - the table has a location in data.countersign.tables: the catalog's
+#     must be that location or lie under it (it narrows the operator's,
+#     never replaces or widens it);
+#   - it has none: the most specific root in data.countersign.table_roots
+#     (namespace levels from the deepest, then the warehouse) applies, and
+#     the catalog's location must lie strictly under it (so never a bucket
+#     root), must not contain or lie inside another table's location in
+#     data.countersign.tables, and must not contain any root;
+#   - neither: the table is refused (deny), whatever the catalog says.
+#
+# A refused location denies every request on the table's route, and
+# every credential mint for it. Without a catalog location the entry's
+# "location" applies, as before.
 #
 # On the per-table sign route (input.table set) every object, list prefix
 # and copy source must lie under the table's location: a key in a sibling
@@ -24,11 +46,16 @@
 # allows: it defers to the policy's other rules. A policy made of this
 # library alone therefore refuses the legacy route.
 #
+# The catalog front applies the same rule before it forwards a location
+# change, and to every location it learns (policy.Engine.CheckTableLocation
+# is its Go form; a test holds the two to the same answers).
+#
 # A library, not a complete policy (see README.md, "Composition"); the
 # complete policies in deploy/policies are loaded with this directory.
 package countersign.lib.table_scope
 
 import data.countersign.lib.location
+import data.countersign.table_roots
 import data.countersign.tables
 
 # id is the table's key in data.countersign.tables. (A namespace level
@@ -44,9 +71,110 @@ catalog_location := input.table.location if {
 	input.table.location != ""
 }
 
-table_location := catalog_location
+# operator_location is the table's location in the data.
+operator_location := table.location if {
+	is_string(table.location)
+	table.location != ""
+}
 
-table_location := table.location if not catalog_location
+# root_keys are the keys of data.countersign.table_roots that may apply,
+# most specific first: the namespace and each of its ancestors, then the
+# warehouse.
+root_keys := array.concat(
+	[k |
+		some i in numbers.range(count(input.table.namespace), 1)
+		i > 0
+		k := concat("/", [input.table.prefix, concat(".", array.slice(input.table.namespace, 0, i))])
+	],
+	[input.table.prefix],
+)
+
+# root is the operator's root for a table the data gives no location.
+root := [r | some k in root_keys; r := table_roots[k]][0] if not operator_location
+
+# refused are the reasons the catalog's location is not this table's.
+refused contains msg if {
+	catalog_location
+	not location.parse(catalog_location)
+	msg := sprintf("the catalog's location %v for table %v is not an s3:// location", [catalog_location, id])
+}
+
+refused contains msg if {
+	cat := location.parse(catalog_location)
+	cat.prefix != ""
+	some seg in split(trim_suffix(cat.prefix, "/"), "/")
+	seg in {"", ".", ".."}
+	msg := sprintf("the catalog's location %v for table %v has an empty, \".\" or \"..\" path segment", [catalog_location, id])
+}
+
+refused contains msg if {
+	catalog_location
+	operator_location
+	not location.parse(operator_location)
+	msg := sprintf("table %v's location %v in data.countersign.tables is not an s3:// location", [id, operator_location])
+}
+
+refused contains msg if {
+	cat := location.parse(catalog_location)
+	op := location.parse(operator_location)
+	not location.within(cat, op)
+	msg := sprintf("the catalog's location %v for table %v is outside the operator's %v (data.countersign.tables): a catalog location may only narrow it", [catalog_location, id, operator_location])
+}
+
+refused contains msg if {
+	catalog_location
+	not operator_location
+	not root
+	msg := sprintf("table %v has no location in data.countersign.tables and no root in data.countersign.table_roots (keys %v): a location from the catalog alone is never trusted", [id, concat(", ", [sprintf("%q", [k]) | some k in root_keys])])
+}
+
+refused contains msg if {
+	cat := location.parse(catalog_location)
+	r := location.parse(root)
+	not location.strictly_within(cat, r)
+	msg := sprintf("the catalog's location %v for table %v is not strictly under the operator's root %v (data.countersign.table_roots)", [catalog_location, id, root])
+}
+
+refused contains msg if {
+	catalog_location
+	root
+	not location.parse(root)
+	msg := sprintf("the root %v that data.countersign.table_roots gives table %v is not an s3:// location", [root, id])
+}
+
+refused contains msg if {
+	cat := location.parse(catalog_location)
+	root
+	some other, t in tables
+	other != id
+	is_string(t.location)
+	o := location.parse(t.location)
+	location.overlaps(cat, o)
+	msg := sprintf("the catalog's location %v for table %v overlaps table %v's location %v", [catalog_location, id, other, t.location])
+}
+
+refused contains msg if {
+	cat := location.parse(catalog_location)
+	root
+	some k, r in table_roots
+	o := location.parse(r)
+	location.within(o, cat)
+	msg := sprintf("the catalog's location %v for table %v contains the root %v of %q (data.countersign.table_roots)", [catalog_location, id, r, k])
+}
+
+refused contains msg if {
+	cat := location.parse(catalog_location)
+	own := location.parse(root)
+	some k, r in table_roots
+	o := location.parse(r)
+	location.strictly_within(o, own)
+	location.within(cat, o)
+	msg := sprintf("the catalog's location %v for table %v lies inside the root %v of %q, not the table's own (data.countersign.table_roots)", [catalog_location, id, r, k])
+}
+
+table_location := catalog_location if count(refused) == 0
+
+table_location := operator_location if not catalog_location
 
 loc := location.parse(table_location)
 
@@ -56,6 +184,16 @@ deny contains msg if {
 	not table
 	msg := sprintf("table %v is not in data.countersign.tables", [object.get(input.table, "name", "")])
 }
+
+deny contains msg if {
+	input.table != null
+	not catalog_location
+	table
+	not operator_location
+	msg := sprintf("table %v has no location in data.countersign.tables", [id])
+}
+
+deny contains msg if some msg in refused
 
 deny contains msg if {
 	table_location

@@ -11,8 +11,13 @@
 #
 # A mint is refused when its prefix and a sign-only location overlap: the
 # prefix lies under the location, or the location under the prefix
-# (credentials for wh/ would reach a sign-only wh/pii/). A sign-only entry
-# that is not a valid location refuses every mint (fail closed).
+# (credentials for wh/ would reach a sign-only wh/pii/). The prefix
+# checked is the one minted (input.resource), whatever table it is for.
+# A mint for a table (input.table set) whose entry is sign-only is refused
+# by the table's identity, whatever its location: with a catalog front a
+# table needs no location in the data, and the catalog's location is the
+# caller's to change. A sign-only entry that is not a valid location
+# refuses every mint (fail closed).
 #
 # Sign requests (input.mint null) are never denied here: a sign-only
 # table is signed for as before.
@@ -40,11 +45,29 @@ deny contains msg if {
 	msg := sprintf("sign-only location %v is not an s3:// location; no credentials are vended until it is fixed", [where])
 }
 
+deny contains msg if {
+	input.mint != null
+	input.table != null
+	id := concat("/", [object.get(input.table, "prefix", ""), concat(".", object.get(input.table, "namespace", [])), object.get(input.table, "name", "")])
+	tables[id].sign_only == true
+	msg := sprintf("table %v is sign-only: it is never vended as credentials, only signed for object by object", [id])
+}
+
+deny contains msg if {
+	input.mint != null
+	some id, t in tables
+	t.sign_only == true
+	not has_location(t)
+	input.table == null
+	msg := sprintf("table %v is sign-only and has no location in data.countersign.tables: no credentials are vended for a location rather than a table until it has one", [id])
+}
+
 sign_only_locations contains where if some where in sign_only
 
 sign_only_locations contains t.location if {
 	some t in tables
 	t.sign_only == true
+	has_location(t)
 }
 
 overlaps(loc, res) if {
@@ -55,4 +78,9 @@ overlaps(loc, res) if {
 overlaps(loc, res) if {
 	res.bucket == loc.bucket
 	startswith(loc.prefix, object.get(res, "prefix", ""))
+}
+
+has_location(t) if {
+	is_string(t.location)
+	t.location != ""
 }

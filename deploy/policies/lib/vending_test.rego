@@ -65,3 +65,36 @@ test_invalid_sign_only_location_refuses_every_mint if {
 test_guardrails_include_vending if {
 	count(guardrails.deny) > 0 with input as at("wh/pii/") with data.countersign.sign_only as sign_only with data.countersign.tables as tables
 }
+
+# A sign-only table needs no location in the data when countersign fronts
+# the catalog: it is refused by its identity, whatever location the mint
+# names (the catalog's, which the caller can change).
+no_location := {"prod/db/cards": {"sign_only": true, "grants": {"analysts": ["read"]}}, "prod/db/t": {"location": "s3://lake/wh/db/t/"}}
+
+for_table(table, prefix) := object.union(at(prefix), {"table": table})
+
+cards := {"prefix": "prod", "namespace": ["db"], "name": "cards", "location": "s3://lake/db/cards-1234/"}
+
+test_sign_only_table_without_location_is_not_vended if {
+	every prefix in ["db/cards-1234/", "elsewhere/", ""] {
+		some msg in vending.deny with input as for_table(cards, prefix) with data.countersign.sign_only as [] with data.countersign.tables as no_location
+		contains(msg, "table prod/db/cards is sign-only")
+	}
+	# The same by identity when the data has a location, and the mint names another.
+	some msg in vending.deny with input as for_table(object.union(cards, {"location": "s3://lake/moved/"}), "moved/") with data.countersign.sign_only as [] with data.countersign.tables as tables
+	contains(msg, "table prod/db/cards is sign-only")
+}
+
+test_other_table_is_vended_beside_sign_only_table if {
+	t := {"prefix": "prod", "namespace": ["db"], "name": "t", "location": "s3://lake/wh/db/t/"}
+	count(vending.deny) == 0 with input as for_table(t, "wh/db/t/") with data.countersign.sign_only as [] with data.countersign.tables as no_location
+	# Namespace levels are part of the identity.
+	deeper := {"prefix": "prod", "namespace": ["db", "x"], "name": "cards", "location": "s3://lake/x/"}
+	count(vending.deny) == 0 with input as for_table(deeper, "x/") with data.countersign.sign_only as [] with data.countersign.tables as no_location
+}
+
+test_location_mint_refused_while_a_sign_only_table_has_no_location if {
+	some msg in vending.deny with input as at("db/") with data.countersign.sign_only as [] with data.countersign.tables as no_location
+	contains(msg, "table prod/db/cards is sign-only and has no location")
+	count(vending.deny) == 0 with input as at("db/") with data.countersign.sign_only as [] with data.countersign.tables as {"prod/db/t": {"location": "s3://lake/wh/db/t/"}}
+}

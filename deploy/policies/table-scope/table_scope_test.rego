@@ -148,25 +148,114 @@ test_table_delete_grant_does_not_remove_versions if {
 }
 
 # With countersign fronting the catalog, the catalog's location for this
-# caller (input.table.location) is the one keys must lie under.
-test_catalog_location_overrides_data if {
-	moved := object.union(table_t, {"location": "s3://lake/wh/moved/t"})
-	authz.allow with input as get(ann, moved, "wh/moved/t/data/00000-0.parquet")
-	r := get(ann, moved, "wh/db/t/data/00000-0.parquet")
+# caller (input.table.location) may narrow the operator's location, never
+# replace or widen it: any committer can change it (set-location).
+test_catalog_location_narrows_data if {
+	narrowed := object.union(table_t, {"location": "s3://lake/wh/db/t/current"})
+	authz.allow with input as get(ann, narrowed, "wh/db/t/current/data/f.parquet")
+	r := get(ann, narrowed, "wh/db/t/data/f.parquet")
 	not authz.allow with input as r
-	contains(authz.reason, "is outside table prod/db/t (s3://lake/wh/moved/t)") with input as r
+	contains(authz.reason, "is outside table prod/db/t (s3://lake/wh/db/t/current)") with input as r
+	authz.allow with input as get(ann, object.union(table_t, {"location": "s3://lake/wh/db/t"}), "wh/db/t/data/f.parquet")
 }
 
-test_catalog_location_needs_no_table_data if {
-	located := object.union(table_t, {"location": "s3://lake/wh/db/t"})
-	grants := {"prod/db/t": {"grants": {"analysts": ["read"]}}}
-	authz.allow with input as get(ann, located, "wh/db/t/data/f.parquet") with data.countersign.tables as grants
-	r := get(ann, located, "wh/db/other/f.parquet")
-	not authz.allow with input as r with data.countersign.tables as grants
-	contains(authz.reason, "is outside table") with input as r with data.countersign.tables as grants
-	# No entry at all: confined to the location, and nothing granted.
-	not authz.allow with input as get(ann, located, "wh/db/t/data/f.parquet") with data.countersign.tables as {}
-	not contains(authz.reason, "not in data.countersign.tables") with input as get(ann, located, "wh/db/t/data/f.parquet") with data.countersign.tables as {}
+test_catalog_location_never_replaces_data if {
+	moved := object.union(table_t, {"location": "s3://lake/wh/moved/t"})
+	r := get(ann, moved, "wh/moved/t/data/00000-0.parquet")
+	not authz.allow with input as r
+	contains(authz.reason, "the catalog's location s3://lake/wh/moved/t for table prod/db/t is outside the operator's s3://lake/wh/db/t/") with input as r
+	# Nor is anything of the operator's location signed while the
+	# catalog names another: the table is refused until it is fixed.
+	not authz.allow with input as get(ann, moved, "wh/db/t/data/00000-0.parquet")
+}
+
+test_catalog_location_never_widens_data if {
+	every where in ["s3://lake", "s3://lake/", "s3://lake/wh/", "s3://lake/wh/db/", "s3://lake/wh/db/t2", "s3://other/wh/db/t/", "s3a://lake/wh/db/t_old/"] {
+		wide := object.union(table_t, {"location": where})
+		not authz.allow with input as get(ann, wide, "wh/db/t2/data/f.parquet")
+		not authz.allow with input as get(ann, wide, "wh/db/t/data/f.parquet")
+		contains(authz.reason, "a catalog location may only narrow it") with input as get(ann, wide, "wh/db/t/data/f.parquet")
+	}
+}
+
+test_catalog_location_unparseable_is_refused if {
+	r := get(ann, object.union(table_t, {"location": "gs://lake/wh/db/t/"}), "wh/db/t/data/f.parquet")
+	not authz.allow with input as r
+	contains(authz.reason, "is not an s3:// location") with input as r
+	# An operator location that does not parse does not let the catalog's through.
+	bad := {"prod/db/t": {"location": "lake/wh/db/t/", "grants": {"analysts": ["read"]}}}
+	r2 := get(ann, object.union(table_t, {"location": "s3://lake/wh/db/t/"}), "wh/db/t/data/f.parquet")
+	not authz.allow with input as r2 with data.countersign.tables as bad
+}
+
+# A table with grants but no location in the data: its location comes
+# from the catalog only within the operator's root for its warehouse or
+# namespace (data.countersign.table_roots).
+grants_only := {
+	"prod/db/t": {"grants": {"analysts": ["read", "list"]}},
+	"prod/db/t2": {"location": "s3://lake/wh/db/t2/", "grants": {"analysts": ["read"]}},
+	"prod/db.sub/events": {"grants": {"analysts": ["read"]}},
+}
+
+roots := {"prod": "s3://lake/wh/", "prod/db.sub": "s3://lake/wh/subs/"}
+
+at(where) := object.union(table_t, {"location": where})
+
+test_catalog_location_needs_a_root if {
+	r := get(ann, at("s3://lake/wh/db/t"), "wh/db/t/data/f.parquet")
+	not authz.allow with input as r with data.countersign.tables as grants_only
+	contains(authz.reason, "no root in data.countersign.table_roots") with input as r with data.countersign.tables as grants_only
+	# No entry at all: still refused, never confined to the catalog's word alone.
+	not authz.allow with input as r with data.countersign.tables as {}
+	contains(authz.reason, "no root in data.countersign.table_roots") with input as r with data.countersign.tables as {}
+}
+
+test_catalog_location_under_root if {
+	authz.allow with input as get(ann, at("s3://lake/wh/db/t"), "wh/db/t/data/f.parquet") with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+	r := get(ann, at("s3://lake/wh/db/t"), "wh/db/other/f.parquet")
+	not authz.allow with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+	contains(authz.reason, "is outside table prod/db/t") with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+}
+
+test_catalog_location_refused_at_or_outside_root if {
+	every where, why in {
+		"s3://lake": "not strictly under the operator's root",
+		"s3://lake/": "not strictly under the operator's root",
+		"s3://lake/wh": "not strictly under the operator's root",
+		"s3://lake/other/t/": "not strictly under the operator's root",
+		"s3://other/wh/db/t/": "not strictly under the operator's root",
+		"s3://lake/wh/db/t2/": "overlaps table prod/db/t2's location",
+		"s3://lake/wh/db/t2/sub/": "overlaps table prod/db/t2's location",
+		"s3://lake/wh/db/": "overlaps table prod/db/t2's location",
+		"s3://lake/wh/subs/": "contains the root s3://lake/wh/subs/",
+		"s3://lake/wh/subs/x/": "lies inside the root s3://lake/wh/subs/",
+	} {
+		r := get(ann, at(where), "wh/db/t2/data/f.parquet")
+		not authz.allow with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+		contains(authz.reason, why) with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+	}
+}
+
+test_namespace_root_is_most_specific if {
+	events := {"prefix": "prod", "namespace": ["db", "sub"], "name": "events"}
+	ok := object.union(events, {"location": "s3://lake/wh/subs/events"})
+	authz.allow with input as get(ann, ok, "wh/subs/events/f.parquet") with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+	# Under the warehouse root but not the namespace's: refused.
+	r := get(ann, object.union(events, {"location": "s3://lake/wh/db/events"}), "wh/db/events/f.parquet")
+	not authz.allow with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+	contains(authz.reason, "not strictly under the operator's root s3://lake/wh/subs/") with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as roots
+}
+
+test_invalid_root_refuses if {
+	r := get(ann, at("s3://lake/wh/db/t"), "wh/db/t/data/f.parquet")
+	not authz.allow with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as {"prod": "lake/wh/"}
+	contains(authz.reason, "is not an s3:// location") with input as r with data.countersign.tables as grants_only with data.countersign.table_roots as {"prod": "lake/wh/"}
+}
+
+test_entry_without_location_denied if {
+	r := get(ann, table_t, "wh/db/t/data/f.parquet")
+	not authz.allow with input as r with data.countersign.tables as grants_only
+	contains(authz.reason, "has no location in data.countersign.tables") with input as r with data.countersign.tables as grants_only
 }
 
 test_empty_catalog_location_uses_data if {

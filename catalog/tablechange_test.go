@@ -1,0 +1,163 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/internal/policyinput"
+	"github.com/countersign/countersign/policy"
+)
+
+// operatorPolicy is the shipped table-scope library over data with one
+// table the data locates, a sibling, and a root for the warehouse "prod".
+func operatorPolicy(t *testing.T) LocationPolicy {
+	t.Helper()
+	dir := t.TempDir()
+	data := `{"countersign": {
+	  "tables": {"prod/db/fixed": {"location": "s3://lake/wh/db/fixed/"}, "prod/db/other": {"location": "s3://lake/wh/db/other/"}},
+	  "table_roots": {"prod": "s3://lake/wh/"}}}`
+	authz := "package countersign.authz\n\nimport data.countersign.lib.table_scope\n\ndefault allow := false\n\nallow if table_scope.allow\n"
+	for name, text := range map[string]string{"data.json": data, "authz.rego": authz} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng, err := policy.Load(context.Background(), policy.Options{Paths: []string{"../deploy/policies/lib", dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engineLocations{eng}
+}
+
+// engineLocations is a policy.Engine as the front's LocationPolicy
+// (serve gives it the policy.Manager, whose method has a context).
+type engineLocations struct{ e *policy.Engine }
+
+func (l engineLocations) CheckTableLocation(_ context.Context, t *policyinput.Table, loc string) error {
+	return l.e.CheckTableLocation(t, loc)
+}
+
+// TestFrontRefusesLocationChanges: a commit with a set-location, and a
+// createTable or registerTable at a location the operator's data does not
+// allow, are refused before the catalog sees them; a location the catalog
+// answers with that the data does not allow is neither served, learned
+// nor signed for.
+func TestFrontRefusesLocationChanges(t *testing.T) {
+	up, got := recordingUpstream(t, http.StatusOK, upstreamTable, map[string]string{"Content-Type": "application/json"})
+	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := serveFront(t, f)
+	send := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, front+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	setLoc := func(action, loc string) string {
+		return `{"requirements":[],"updates":[{"action":"set-properties","updates":{"a":"b"}},{"action":"` + action + `","location":"` + loc + `"}]}`
+	}
+	for _, c := range []struct {
+		name, method, path, body string
+		status                   int
+		why                      string
+	}{
+		{"set-location to the bucket", "POST", "/v1/prod/namespaces/db/tables/t", setLoc("set-location", "s3://lake"), 403, "refuses the set-location update on /v1/prod/namespaces/db/tables/t"},
+		{"set-location inside the root", "POST", "/v1/prod/namespaces/db/tables/t", setLoc("set-location", "s3://lake/wh/db/t2/"), 403, "set-location"},
+		{"set-location in another case", "POST", "/v1/prod/namespaces/db/tables/t", setLoc("SET-Location", "s3://lake"), 403, "set-location"},
+		{"set-location under another member spelling", "POST", "/v1/prod/namespaces/db/tables/t", `{"Updates":[{"Action":"set-location","location":"s3://lake"}]}`, 403, "set-location"},
+		{"set-location in a transaction", "POST", "/v1/prod/transactions/commit",
+			`{"table-changes":[{"identifier":{"namespace":["db"],"name":"u"},"updates":[]},{"identifier":{"namespace":["db"],"name":"t"},"updates":[{"action":"set-location","location":"s3://lake"}]}]}`, 403, "(db.t)"},
+		{"set-location in a transaction without a prefix", "POST", "/v1/transactions/commit",
+			`{"table-changes":[{"identifier":{"namespace":["db"],"name":"t"},"updates":[{"action":"set-location","location":"s3://lake"}]}]}`, 403, "set-location"},
+		{"ambiguous commit", "POST", "/v1/prod/namespaces/db/tables/t", `{"updates":[],"updates":[{"action":"set-location","location":"s3://lake"}]}`, 400, `two members named \"updates\"`},
+		{"create at the bucket root", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/"}`, 403, "not strictly under the operator's root s3://lake/wh/"},
+		{"create at another table's location", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/wh/db/other/"}`, 403, "overlaps table prod/db/other's location"},
+		{"create containing another table", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/wh/db"}`, 403, "overlaps table"},
+		{"create with Location spelled otherwise", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","Location":"s3://lake/"}`, 403, "not strictly under"},
+		{"create a located table elsewhere", "POST", "/v1/prod/namespaces/db/tables", `{"name":"fixed","location":"s3://lake/wh/db/fixed2/"}`, 403, "outside the operator's s3://lake/wh/db/fixed/"},
+		{"create with no root", "POST", "/v1/nowh/namespaces/db/tables", `{"name":"n","location":"s3://lake/wh/db/n/"}`, 403, "no root in data.countersign.table_roots"},
+		{"create with a location not a string", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":7}`, 400, `\"location\" is not a string`},
+		{"register another table's metadata", "POST", "/v1/prod/namespaces/db/register", `{"name":"n","metadata-location":"s3://lake/wh/db/other/metadata/v1.metadata.json"}`, 403, "overlaps table prod/db/other's location"},
+	} {
+		st, body := send(c.method, c.path, c.body)
+		if st != c.status || !strings.Contains(body, c.why) {
+			t.Errorf("%s: %d %s; want %d naming %q", c.name, st, body, c.status, c.why)
+		}
+		select {
+		case s := <-got:
+			t.Errorf("%s: forwarded to the catalog: %s %s", c.name, s.method, s.uri)
+		default:
+		}
+	}
+	// What the operator allows is forwarded. (The stand-in answers every
+	// request with table t at s3://lake/wh/db/t: for "fixed" that answer
+	// is outside the data's location, and refused on the way back.)
+	for _, c := range []struct {
+		name, path, body string
+		status           int
+	}{
+		{"commit without set-location", "/v1/prod/namespaces/db/tables/t", setLoc("set-properties", "s3://lake"), 200},
+		{"create under the root", "/v1/prod/namespaces/db/tables", `{"name":"t","location":"s3://lake/wh/db/t/"}`, 200},
+		{"create where the catalog chooses", "/v1/prod/namespaces/db/tables", `{"name":"t"}`, 200},
+		{"create a located table narrower", "/v1/prod/namespaces/db/tables", `{"name":"fixed","location":"s3://lake/wh/db/fixed/v2/"}`, 403},
+	} {
+		if st, body := send("POST", c.path, c.body); st != c.status {
+			t.Errorf("%s: %d %s", c.name, st, body)
+		}
+		if s := <-got; s.body != c.body {
+			t.Errorf("%s: the catalog got %q", c.name, s.body)
+		}
+	}
+}
+
+// TestFrontRefusesLocationsOutsideTheOperators: a table answer whose
+// location the operator's data does not allow (moved at the catalog by
+// any committer) is refused, and the sign route's location lookup
+// refuses it too.
+func TestFrontRefusesLocationsOutsideTheOperators(t *testing.T) {
+	moved := strings.Replace(upstreamTable, `"location": "s3://lake/wh/db/t"`, `"location": "s3://lake"`, 1)
+	if moved == upstreamTable {
+		t.Fatal("the test table has no location to move")
+	}
+	up, got := recordingUpstream(t, http.StatusOK, moved, map[string]string{"Content-Type": "application/json"})
+	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := serveFront(t, f)
+	req, _ := http.NewRequest("GET", front+"/v1/prod/namespaces/db/tables/t", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	<-got
+	if resp.StatusCode != 403 || !strings.Contains(string(b), "not strictly under the operator's root s3://lake/wh/") || strings.Contains(string(b), "metadata") {
+		t.Fatalf("loadTable at a refused location: %d %s", resp.StatusCode, b)
+	}
+	_, err = f.Locate(ctxT(t), [32]byte{1}, []byte("Bearer tok"), "/v1/prod/namespaces/db/tables/t")
+	<-got
+	var lr *LocationRefusedError
+	if !errors.As(err, &lr) || !strings.Contains(err.Error(), "not strictly under") {
+		t.Fatalf("Locate of a table at a refused location: %v", err)
+	}
+	if r, ok := err.(interface{ Retryable() bool }); !ok || r.Retryable() {
+		t.Fatal("a refused location is retryable: the sign route would answer 503, not 403")
+	}
+}
