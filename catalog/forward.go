@@ -243,7 +243,7 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte
 			return nil, err
 		}
 		loc := tableLocation(doc)
-		if err := f.checkLocation(ctx, table, loc); err != nil {
+		if err := f.checkLocation(ctx, authz, table, loc); err != nil {
 			return nil, err
 		}
 		if f.vendor != nil && wantsVending(ctx.Request.Header.Peek(accessDelegation)) && loc != "" {
@@ -262,7 +262,7 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte
 		if err != nil {
 			return nil, err
 		}
-		if tr := rt.tableRoute(rt.Name); haveToken && f.checkLocation(ctx, tr.escapedPath(sep), tableLocation(doc)) == nil {
+		if tr := rt.tableRoute(rt.Name); haveToken && f.checkLocation(ctx, authz, tr.escapedPath(sep), tableLocation(doc)) == nil {
 			f.locations.learn(token, tr.escapedPath(sep), tableLocation(doc)) // the commit's new metadata
 		}
 		return out, nil

@@ -44,7 +44,9 @@ type Front struct {
 	// locationPolicy decides which locations a table may have (nil: none
 	// checked).
 	locationPolicy LocationPolicy
-	inflight       chan struct{}
+	// known is every table's location as last seen (tablechange.go).
+	known    *knownTables
+	inflight chan struct{}
 	// budget is the bytes of answers being read at once
 	// (catalog.answer_budget_bytes; see readAnswer).
 	budget *semaphore.Weighted
@@ -117,6 +119,7 @@ func New(o Options) (*Front, error) {
 	f.separator.Store(&sep)
 	f.locations = newLocations(cfg.LocationCacheSize, cfg.LocationTTL, cfg.LocationStaleGrace, now, f.fetchLocation)
 	f.locations.check = f.checkLocation
+	f.known = newKnownTables(cfg.LocationCacheSize)
 	return f, nil
 }
 

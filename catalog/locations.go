@@ -24,7 +24,7 @@ type Locations struct {
 	fetch      func(ctx context.Context, authorization []byte, table string) (string, error)
 	// check refuses a fetched location the operator's data does not
 	// allow (a *LocationRefusedError); nil checks none.
-	check func(ctx context.Context, table, location string) error
+	check func(ctx context.Context, authorization []byte, table, location string) error
 	now   func() time.Time
 	group singleflight.Group
 }
@@ -112,7 +112,7 @@ func (l *Locations) Locate(ctx context.Context, token [32]byte, authorization []
 		if l.check != nil {
 			// A location the catalog now gives (any committer can change
 			// it there) is never one the operator has not allowed.
-			if err := l.check(ctx, table, loc); err != nil {
+			if err := l.check(ctx, authorization, table, loc); err != nil {
 				return "", err
 			}
 		}

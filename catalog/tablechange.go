@@ -81,8 +81,9 @@ type tableChange struct {
 	// its prefix and namespace (the name is in the body); of a
 	// transaction its prefix.
 	table policyinput.Table
-	// what names the table in messages: its raw path, or the namespace's.
+	// what names the table in messages: the route's path.
 	what string
+	rt   *Route
 }
 
 // changeOf is the location change the route may carry.
@@ -91,13 +92,13 @@ func changeOf(rt *Route, path string) tableChange {
 	switch rt.Op() {
 	case OpUpdateTable:
 		t.Name = rt.Name
-		return tableChange{kind: changeCommit, table: t, what: path}
+		return tableChange{kind: changeCommit, table: t, what: path, rt: rt}
 	case OpCommitTransaction:
-		return tableChange{kind: changeTransaction, table: t, what: path}
+		return tableChange{kind: changeTransaction, table: t, what: path, rt: rt}
 	case OpCreateTable:
-		return tableChange{kind: changeCreate, table: t, what: path}
+		return tableChange{kind: changeCreate, table: t, what: path, rt: rt}
 	case OpRegisterTable:
-		return tableChange{kind: changeRegister, table: t, what: path}
+		return tableChange{kind: changeRegister, table: t, what: path, rt: rt}
 	}
 	return tableChange{}
 }
@@ -109,7 +110,7 @@ func (f *Front) checkTableChange(ctx *fasthttp.RequestCtx, method, path string, 
 	if c.kind == changeNone {
 		return true
 	}
-	status, msg := f.decideTableChange(ctx, c, body)
+	status, msg := f.decideTableChange(ctx, c, ctx.Request.Header.Peek("Authorization"), body)
 	if status == 0 {
 		return true
 	}
@@ -124,7 +125,7 @@ func (f *Front) checkTableChange(ctx *fasthttp.RequestCtx, method, path string, 
 
 // decideTableChange is 0 for a request that sets no location or one the
 // operator's data allows, else the status and message to refuse it with.
-func (f *Front) decideTableChange(ctx context.Context, c tableChange, body []byte) (int, string) {
+func (f *Front) decideTableChange(ctx context.Context, c tableChange, authorization, body []byte) (int, string) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return 0, "" // nothing to set; the catalog answers for the missing body
 	}
@@ -165,10 +166,21 @@ func (f *Front) decideTableChange(ctx context.Context, c tableChange, body []byt
 				if json.Unmarshal(raw, &loc) != nil {
 					return http.StatusBadRequest, fmt.Sprintf("the table request's %q is not a string", name)
 				}
-				if loc == "" || f.locationPolicy == nil {
+				if loc == "" {
 					continue
 				}
-				if err := f.locationPolicy.CheckTableLocation(ctx, &t, loc); err != nil {
+				err := error(nil)
+				if f.locationPolicy != nil {
+					err = f.locationPolicy.CheckTableLocation(ctx, &t, loc)
+				}
+				if err == nil {
+					tr := c.rt.tableRoute(t.Name)
+					table := tr.escapedPath(f.NamespaceSeparator())
+					if err = f.known.admit(ctx, table, loc, false, f.recheckWith(authorization)); err != nil {
+						f.logOverlap(table, err)
+					}
+				}
+				if err != nil {
 					return http.StatusForbidden, fmt.Sprintf("countersign refuses to create or register table %q in %s at %s: %v; a table's location is the operator's to give (data.countersign.tables, data.countersign.table_roots)",
 						t.Name, c.what, truncate(loc), err)
 				}
@@ -228,20 +240,34 @@ func membersFold(m map[string]json.RawMessage, name string) []json.RawMessage {
 	return out
 }
 
-// checkLocation is LocationPolicy's answer for the table at a raw path:
-// a *LocationRefusedError when the operator's data does not allow loc.
-func (f *Front) checkLocation(ctx context.Context, table, loc string) error {
-	if f.locationPolicy == nil {
-		return nil
+// checkLocation admits loc as the location of the table at a canonical
+// path, or refuses it (a *LocationRefusedError): when the operator's data
+// does not allow it (LocationPolicy), or when it contains or lies inside
+// another table's the front knows (knownTables; authorization asks the
+// catalog again about that table).
+func (f *Front) checkLocation(ctx context.Context, authorization []byte, table, loc string) error {
+	if f.locationPolicy != nil {
+		t, ok := f.parseTable(table)
+		if !ok {
+			return &LocationRefusedError{Table: truncate(table), Err: errors.New("the table's path does not name a table")}
+		}
+		if err := f.locationPolicy.CheckTableLocation(ctx, &t, loc); err != nil {
+			return &LocationRefusedError{Table: truncate(table), Err: err}
+		}
 	}
-	t, ok := f.parseTable(table)
-	if !ok {
-		return &LocationRefusedError{Table: truncate(table), Err: errors.New("the table's path does not name a table")}
-	}
-	if err := f.locationPolicy.CheckTableLocation(ctx, &t, loc); err != nil {
+	if err := f.known.admit(ctx, table, loc, true, f.recheckWith(authorization)); err != nil {
+		f.logOverlap(table, err)
 		return &LocationRefusedError{Table: truncate(table), Err: err}
 	}
 	return nil
+}
+
+// logOverlap names, in the log only, the other table of an overlap.
+func (f *Front) logOverlap(table string, err error) {
+	var oe *overlapError
+	if errors.As(err, &oe) {
+		f.log.Warn("table location overlaps another table's", "table", truncate(table), "location", truncate(oe.loc), "other", truncate(oe.other), "other_location", oe.otherLoc)
+	}
 }
 
 // refusedAnswer answers a table answer whose location is refused: true

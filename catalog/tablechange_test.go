@@ -2,12 +2,15 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/countersign/countersign/internal/policyinput"
@@ -159,5 +162,91 @@ func TestFrontRefusesLocationsOutsideTheOperators(t *testing.T) {
 	}
 	if r, ok := err.(interface{ Retryable() bool }); !ok || r.Retryable() {
 		t.Fatal("a refused location is retryable: the sign route would answer 503, not 403")
+	}
+}
+
+// TestFrontRefusesOverlappingTables: where the operator gives only a root,
+// a location that contains or lies inside another table the front has
+// seen is refused, from a table answer and before a createTable; once the
+// catalog no longer has that table (404 when asked again), it is
+// forgotten.
+func TestFrontRefusesOverlappingTables(t *testing.T) {
+	var mu sync.Mutex
+	tables := map[string]string{ // path -> location
+		"/v1/prod/namespaces/db/tables/t":     "s3://lake/wh/db/t",
+		"/v1/prod/namespaces/db/tables/copy":  "s3://lake/wh/db/t",
+		"/v1/prod/namespaces/db/tables/inner": "s3://lake/wh/db/t/inner",
+	}
+	forwarded := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		forwarded++
+		path := r.URL.Path
+		if r.Method == "POST" && path == "/v1/prod/namespaces/db/tables" {
+			var req struct{ Name, Location string }
+			json.NewDecoder(r.Body).Decode(&req)
+			path += "/" + req.Name
+			tables[path] = req.Location
+		}
+		loc, ok := tables[path]
+		if !ok {
+			w.WriteHeader(404)
+			io.WriteString(w, `{"error":{"message":"no such table","type":"NoSuchTableException","code":404}}`)
+			return
+		}
+		io.WriteString(w, strings.Replace(upstreamTable, `"location": "s3://lake/wh/db/t"`, `"location": "`+loc+`"`, 1))
+	}))
+	t.Cleanup(up.Close)
+	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := serveFront(t, f)
+	send := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, front+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, b := send("GET", "/v1/prod/namespaces/db/tables/t", ""); st != 200 {
+		t.Fatalf("load t: %d %s", st, b)
+	}
+	for _, name := range []string{"copy", "inner"} {
+		st, b := send("GET", "/v1/prod/namespaces/db/tables/"+name, "")
+		if st != 403 || !strings.Contains(b, "lies inside the location of another table countersign knows") || strings.Contains(b, "tables/t:") {
+			t.Errorf("load %s, at or around t's location: %d %s", name, st, b)
+		}
+	}
+	if _, err := f.Locate(ctxT(t), [32]byte{2}, []byte("Bearer tok"), "/v1/prod/namespaces/db/tables/copy"); err == nil || !strings.Contains(err.Error(), "another table") {
+		t.Errorf("Locate of a table at t's location: %v", err)
+	}
+	mu.Lock()
+	before := forwarded
+	mu.Unlock()
+	st, b := send("POST", "/v1/prod/namespaces/db/tables", `{"name":"inside","location":"s3://lake/wh/db/t/inside/"}`)
+	mu.Lock()
+	after := forwarded
+	mu.Unlock()
+	// One request reached the catalog: the front asking again about t
+	// (still there), not the createTable.
+	if st != 403 || !strings.Contains(b, "another table countersign knows") || after-before != 1 {
+		t.Errorf("create inside t: %d %s (%d requests reached the catalog)", st, b, after-before)
+	}
+	if _, ok := tables["/v1/prod/namespaces/db/tables/inside"]; ok {
+		t.Error("the catalog created the table inside t")
+	}
+	// t dropped at the catalog: asked again, forgotten, and copy is served.
+	mu.Lock()
+	delete(tables, "/v1/prod/namespaces/db/tables/t")
+	mu.Unlock()
+	if st, b := send("GET", "/v1/prod/namespaces/db/tables/copy", ""); st != 200 {
+		t.Fatalf("load copy after t was dropped: %d %s", st, b)
 	}
 }

@@ -1,0 +1,113 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/countersign/countersign/policy"
+)
+
+// knownTables is the location of every table the front has seen, by the
+// table's canonical path, whoever asked: a location that contains or lies
+// inside another known table's is refused (tablechange.go), so that no
+// table's route or credentials reach another table's objects, also where
+// the operator's data gives only a root. Bounded like Locations (the
+// least recently seen table is forgotten first).
+//
+// A known table may since have been dropped, renamed or moved at the
+// catalog: before a conflict refuses anything, the other table's location
+// is asked again with the caller's token; a table the catalog no longer
+// has (404) is forgotten, a new location replaces the old.
+type knownTables struct {
+	mu     sync.Mutex
+	tables *lru.Cache[string, policy.Location]
+}
+
+func newKnownTables(size int) *knownTables {
+	c, _ := lru.New[string, policy.Location](size) // size > 0 after setDefaults
+	return &knownTables{tables: c}
+}
+
+// overlapError is a location that contains or lies inside another known
+// table's. The caller's message does not name the other table (the
+// caller may not see it); the log does.
+type overlapError struct {
+	loc, other, otherLoc string
+}
+
+func (e *overlapError) Error() string {
+	return fmt.Sprintf("the location %s contains or lies inside the location of another table countersign knows", e.loc)
+}
+
+// admit records table at loc (add) or only checks it, unless loc
+// overlaps another known table's location; recheck asks the catalog again
+// for another table's location ("" and nil: the catalog no longer has it).
+func (k *knownTables) admit(ctx context.Context, table, loc string, add bool, recheck func(ctx context.Context, table string) (string, error)) error {
+	l, ok := policy.ParseLocation(loc)
+	if !ok {
+		return fmt.Errorf("the location %s is not an s3:// location", loc)
+	}
+	if cur, ok := k.tables.Get(table); ok && cur == l {
+		return nil // known, unchanged: checked when it was admitted
+	}
+	for range 4 { // a few rechecks; a catalog that keeps moving tables is refused
+		k.mu.Lock()
+		other, otherLoc, clash := k.conflict(table, l)
+		if !clash {
+			if add {
+				k.tables.Add(table, l)
+			}
+			k.mu.Unlock()
+			return nil
+		}
+		k.mu.Unlock()
+		now, err := recheck(ctx, other)
+		nl, moved := policy.ParseLocation(now)
+		if err != nil || moved && nl == otherLoc {
+			// The other table is still there (or cannot be asked about).
+			return &overlapError{loc: loc, other: other, otherLoc: otherLoc.String()}
+		}
+		k.mu.Lock()
+		if cur, ok := k.tables.Peek(other); ok && cur == otherLoc {
+			if moved {
+				k.tables.Add(other, nl)
+			} else {
+				k.tables.Remove(other) // the catalog no longer has it
+			}
+		}
+		k.mu.Unlock()
+	}
+	return errors.New("the catalog keeps moving the tables around " + loc + "; try again")
+}
+
+// conflict is a known table other than table whose location overlaps l.
+func (k *knownTables) conflict(table string, l policy.Location) (string, policy.Location, bool) {
+	for _, other := range k.tables.Keys() {
+		o, ok := k.tables.Peek(other)
+		if !ok || other == table {
+			continue
+		}
+		if l.Within(o) || o.Within(l) {
+			return other, o, true
+		}
+	}
+	return "", policy.Location{}, false
+}
+
+// recheckWith asks the catalog for a table's location with the caller's
+// Authorization: "" when it no longer has the table (404).
+func (f *Front) recheckWith(authorization []byte) func(ctx context.Context, table string) (string, error) {
+	return func(ctx context.Context, table string) (string, error) {
+		loc, err := f.fetchLocation(ctx, authorization, table)
+		var re *RefusedError
+		if errors.As(err, &re) && re.Status == http.StatusNotFound {
+			return "", nil
+		}
+		return loc, err
+	}
+}
