@@ -187,9 +187,11 @@ func copySourceSpellings() []string {
 // one object (wh/copy/pii.parquet), and sends every signed one to
 // versitygw and to SeaweedFS. For every spelling, either countersign
 // refused it, or what the server copied to the destination is exactly the
-// object countersign decided (its audit record's copy source). A copy
-// source with an encoded '?' (wh/copy/pii.parquet%3FversionId%3D) used to
-// be decided as another key and copied pii.parquet on versitygw.
+// object countersign decided (its audit record's copy source); and a
+// signed GET of each target reads the decided key's bytes. A copy source
+// with an encoded '?' (wh/copy/pii.parquet%3FversionId%3D) used to be
+// decided as another key and copied pii.parquet on versitygw, and one
+// with '\' (as a GET's key too) read pii.parquet on SeaweedFS.
 func TestCopySourceDifferential(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b.name), func(t *testing.T) { copySourceDifferential(t, b) })
@@ -286,4 +288,37 @@ allow if {
 	if signedCopied == 0 || refused400 == 0 || refused403 == 0 {
 		t.Fatalf("the differential tested nothing: every spelling had the same fate")
 	}
+
+	// The same targets as the request's own key: a signed GET of the
+	// canonical path reads the bytes stored under exactly the decided
+	// key, or fails. (SeaweedFS reads '\' as '/': wh/copy\pii.parquet
+	// was decided as itself and read pii.parquet.)
+	read := 0
+	for _, k := range copySourceTargets {
+		status, res, ierr, hdr := h.cs.sign(t, "", signRequest{Region: testRegion, URI: P.object("lake", awsEscape(k)), Method: "GET",
+			Headers: map[string][]string{"User-Agent": {"e2e"}}})
+		if status != http.StatusOK {
+			if status != http.StatusBadRequest && status != http.StatusForbidden {
+				t.Errorf("GET %q: sign answered %d %+v", k, status, ierr)
+			}
+			continue
+		}
+		recs, err := readAudit(ad.Dir, hdr.Get("X-Request-Id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := decisionOf(recs)
+		if err != nil {
+			t.Fatalf("GET %q signed, its decision unreadable: %v %+v", k, err, recs)
+		}
+		code, got := srv.send(t, "GET", res.URI, res.Headers, nil)
+		if code != http.StatusOK {
+			continue
+		}
+		read++
+		if _, key, _ := strings.Cut(d.target, "/"); !bytes.Equal(got, content(key)) {
+			t.Errorf("GET %q: decided %s, %s answered %q", k, d.target, b.name, got)
+		}
+	}
+	t.Logf("%s: %d keys read as decided", b.name, read)
 }

@@ -12,9 +12,9 @@ import (
 type Options struct {
 	// Endpoints is the allow-list of S3 services. At least one is required.
 	Endpoints []Endpoint
-	// AllowUnsafeKeys permits keys with empty, "." or ".." segments. Off by
-	// default: S3-compatible stores backed by file systems may resolve them
-	// to other objects than the policy saw.
+	// AllowUnsafeKeys permits keys with empty, "." or ".." segments or a
+	// '\'. Off by default: S3-compatible stores backed by file systems may
+	// resolve them to other objects than the policy saw.
 	AllowUnsafeKeys bool
 	// MaxDeleteKeys caps the keys of one DeleteObjects request (S3's own
 	// limit, 1000, by default).
@@ -275,23 +275,7 @@ func (c *Classifier) checkKey(key, what string) error {
 	if key == "" {
 		return malformed("%s is empty", what)
 	}
-	if len(key) > maxKeyBytes {
-		return malformed("%s is longer than %d bytes", what, maxKeyBytes)
-	}
-	if err := checkText(key, what); err != nil {
-		return err
-	}
-	if !c.opts.AllowUnsafeKeys {
-		for seg := range strings.SplitSeq(key, "/") {
-			switch seg {
-			case "":
-				return malformed("%s %q has an empty path segment", what, truncate(key))
-			case ".", "..":
-				return malformed("%s %q has a %q path segment", what, truncate(key), seg)
-			}
-		}
-	}
-	return nil
+	return checkKeyText(key, what, false, c.opts.AllowUnsafeKeys)
 }
 
 // checkPrefix applies the key rules to a list prefix, which may be empty and
@@ -300,25 +284,49 @@ func (c *Classifier) checkPrefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
-	if len(prefix) > maxKeyBytes {
-		return malformed("list prefix is longer than %d bytes", maxKeyBytes)
+	return checkKeyText(prefix, "list prefix", true, c.opts.AllowUnsafeKeys)
+}
+
+// CheckPrefix applies the classifier's rules for a list prefix, unsafe
+// keys refused, to a non-empty key prefix: vending applies them to the
+// prefixes it mints for, so a credential never names a prefix the sign
+// routes would refuse. what names the value in the error.
+func CheckPrefix(prefix, what string) error {
+	return checkKeyText(prefix, what, true, false)
+}
+
+// checkKeyText is the one rule every key and prefix passes (object keys,
+// copy-source keys, DeleteObjects keys, list prefixes, vended prefixes):
+// at most 1024 bytes of valid UTF-8 without control characters
+// (checkText), and unless unsafe keys are allowed, no '\' (SeaweedFS reads
+// it as '/', so wh\secret is wh/secret there) and no empty, "." or ".."
+// segment (a prefix may end in an empty one).
+func checkKeyText(s, what string, prefix, unsafe bool) error {
+	if len(s) > maxKeyBytes {
+		return malformed("%s is longer than %d bytes", what, maxKeyBytes)
 	}
-	if err := checkText(prefix, "list prefix"); err != nil {
+	if err := checkText(s, what); err != nil {
 		return err
 	}
-	if !c.opts.AllowUnsafeKeys {
-		segs := strings.Split(prefix, "/")
-		for i, seg := range segs {
-			last := i == len(segs)-1
-			switch {
-			case seg == "" && !last:
-				return malformed("list prefix %q has an empty path segment", truncate(prefix))
-			case seg == "." || seg == "..":
-				return malformed("list prefix %q has a %q path segment", truncate(prefix), seg)
-			}
-		}
+	if unsafe {
+		return nil
 	}
-	return nil
+	if strings.IndexByte(s, '\\') >= 0 {
+		return malformed("%s %q contains '\\', which some servers (SeaweedFS) read as '/': the key decided would not be the key read", what, truncate(s))
+	}
+	for rest := s; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		switch {
+		case seg == "" && (more || !prefix):
+			return malformed("%s %q has an empty path segment", what, truncate(s))
+		case seg == "." || seg == "..":
+			return malformed("%s %q has a %q path segment", what, truncate(s), seg)
+		}
+		if !more {
+			return nil
+		}
+		rest = after
+	}
 }
 
 // CheckBucket reports whether name is a bucket name by S3's naming rules,

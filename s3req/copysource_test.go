@@ -304,3 +304,48 @@ func FuzzParseCopySource(f *testing.F) {
 		}
 	})
 }
+
+// TestBackslashIsUnsafe is the regression test for a key with '\':
+// SeaweedFS reads it as '/', so GET wh\pii.parquet, decided as that key
+// and allowed by a policy denying wh/pii.parquet, read the denied object.
+// It is refused wherever a key or prefix is read, unless unsafe keys are
+// allowed; CheckPrefix (vending's) refuses it too.
+func TestBackslashIsUnsafe(t *testing.T) {
+	c := testClassifier(t)
+	del := req("POST", "http://localhost:7070/lake?delete", nil)
+	del.Body, del.HasBody = deleteBody(`wh\pii.parquet`), true
+	for name, in := range map[string]func() error{
+		"object key": func() error {
+			_, err := c.Classify(req("GET", "http://localhost:7070/lake/wh%5Cpii.parquet", nil))
+			return err
+		},
+		"list prefix": func() error {
+			_, err := c.Classify(req("GET", "http://localhost:7070/lake?list-type=2&prefix=wh%5C", nil))
+			return err
+		},
+		"DeleteObjects key": func() error { _, err := c.Classify(del); return err },
+		"vended prefix":     func() error { return CheckPrefix(`wh\db/`, "location") },
+	} {
+		err := in()
+		if ce, ok := err.(*Error); !ok || ce.Status != 400 || !strings.Contains(ce.Msg, `contains '\'`) {
+			t.Errorf("%s with '\\': %v, want 400 naming it", name, err)
+		}
+	}
+	unsafe, err := New(Options{AllowUnsafeKeys: true, Endpoints: testClassifier(t).opts.Endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := unsafe.Classify(req("GET", "http://localhost:7070/lake/wh%5Cpii.parquet", nil)); err != nil || r.Key != `wh\pii.parquet` {
+		t.Fatalf("keys.allow_unsafe: %+v %v", r, err)
+	}
+	for _, p := range []string{"wh/db/", "wh/db/t", "wh/€/"} {
+		if err := CheckPrefix(p, "location"); err != nil {
+			t.Errorf("CheckPrefix(%q): %v", p, err)
+		}
+	}
+	for _, p := range []string{"wh//db/", "/wh/", "wh/../db/", "wh/./", "wh/a\u0085/", "wh/a\x00/"} {
+		if err := CheckPrefix(p, "location"); err == nil {
+			t.Errorf("CheckPrefix(%q) accepted", p)
+		}
+	}
+}

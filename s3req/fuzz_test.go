@@ -65,7 +65,7 @@ func FuzzClassify(f *testing.F) {
 					t.Fatalf("invalid bucket accepted: %q", tg.Bucket)
 				}
 			}
-			if !utf8.ValidString(tg.Key) || strings.IndexFunc(tg.Key, unicode.IsControl) >= 0 {
+			if !utf8.ValidString(tg.Key) || strings.IndexFunc(tg.Key, unicode.IsControl) >= 0 || strings.IndexByte(tg.Key, '\\') >= 0 {
 				t.Fatalf("invalid key accepted: %q", tg.Key)
 			}
 			for seg := range strings.SplitSeq(tg.Key, "/") {
