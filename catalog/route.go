@@ -523,7 +523,7 @@ func escapeSegment(s string) string {
 // for the operation, each at most once; anything else is refused.
 func parseQuery(s *routeSpec, raw, sep string) ([]queryParam, *RouteError) {
 	if raw == "" {
-		return nil, nil
+		return nil, badTarget("the request-target ends in an empty query ('?'); send none")
 	}
 	got := map[string]string{}
 	for _, kv := range strings.Split(raw, "&") {
