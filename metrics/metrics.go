@@ -53,8 +53,8 @@ type Metrics struct {
 	// PolicyRevision is 1 for the revision currently deciding.
 	PolicyRevision *prometheus.GaugeVec
 	// ScopeFallbacks counts scopes compiled bucket-wide because the
-	// policy's residual is not a set of key prefixes (policy.Scope.Exact
-	// false), by access class ("" for all classes).
+	// policy's residual is not a set of key prefixes (policy.Scope.Wider),
+	// by access class ("" for all classes).
 	ScopeFallbacks *prometheus.CounterVec
 }
 

@@ -67,8 +67,9 @@ type ManagerOptions struct {
 	// false when the residual was evaluated. Keep it to a counter
 	// increment too.
 	OnRemembered func(hit bool)
-	// OnScopeFallback, if set, is called when Scope compiled a scope that
-	// is not exact (an access class granted bucket-wide, see Scope.Exact),
+	// OnScopeFallback, if set, is called when Scope compiled a scope
+	// wider in key than the policy (an action granted bucket-wide, see
+	// Scope.Wider),
 	// with the query's access class ("" for all).
 	OnScopeFallback func(access string)
 }
@@ -454,8 +455,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // Scope compiles what q.Principal may reach with the policy in force (see
-// Engine.Scope). A scope that is not exact (a class granted bucket-wide)
-// is logged and reported to ManagerOptions.OnScopeFallback.
+// Engine.Scope). A scope wider in key than the policy (an action granted
+// bucket-wide, Scope.Wider) is logged and reported to
+// ManagerOptions.OnScopeFallback.
 func (m *Manager) Scope(ctx context.Context, q ScopeQuery) (Scope, error) {
 	e := m.engine.Load()
 	if e == nil {
@@ -465,7 +467,7 @@ func (m *Manager) Scope(ctx context.Context, q ScopeQuery) (Scope, error) {
 	if err != nil {
 		return s, err
 	}
-	if !s.Exact {
+	if s.Wider() && !q.Exact {
 		m.log.Warn("policy scope not expressible as key prefixes: granted bucket-wide, every request still decided per object",
 			"principal", q.Principal.ID, "access", q.Access, "bucket", q.Bucket, "prefix", q.Prefix, "why", s.Why, "revision", s.Revision)
 		if m.opts.OnScopeFallback != nil {

@@ -39,6 +39,13 @@ type ScopeQuery struct {
 	Prefix string
 	// Table is the per-table route's table, nil for the legacy route.
 	Table *Table
+	// Exact asks for what a vended credential may carry: only actions
+	// whose scope is exact, each granted where every operation IAM
+	// authorizes with it is allowed (see Scope.Inexact). Without it, the
+	// grants over-approximate the policy: every action, where any of its
+	// operations may be allowed (a per-principal signing session, whose
+	// every request countersign still decides).
+	Exact bool `json:"exact,omitempty"`
 }
 
 // ScopeGrant is one resource of a scope: the objects under Prefix in
@@ -57,19 +64,49 @@ type ScopeGrant struct {
 type Scope struct {
 	// Grants are sorted by prefix; none when the policy allows nothing.
 	Grants []ScopeGrant `json:"grants"`
-	// Exact is false when some access class's residual is not a set of
-	// prefixes on the key (a regex, a prefix taken from a header, an
-	// exclusion, a policy the compiler cannot partially evaluate): that
-	// class is granted bucket-wide (under ScopeQuery.Prefix if set), or
-	// the prefixes that bound it when there are some, and every request
-	// is still decided per object by the policy. Conditions on other
-	// fields (headers, operation, source address) never reach a session
-	// policy, exact or not.
+	// Exact is true when every action's grants are exactly what the
+	// policy allows, in key and in action: for each IAM action, every
+	// operation IAM authorizes with it is allowed on exactly the granted
+	// keys, whatever the request's headers, method, host, source address
+	// and version. It is false when some action's residual is not a set
+	// of prefixes on the key (a regex, a prefix taken from a header, an
+	// exclusion, a policy the compiler cannot partially evaluate), holds
+	// any condition on the request, the source or the version (which no
+	// session policy carries), or allows the action's operations on
+	// different keys. Inexact lists those actions; without
+	// ScopeQuery.Exact they are granted where any of their operations may
+	// be allowed (bucket-wide under ScopeQuery.Prefix when nothing bounds
+	// them), and every request is still decided per object by the policy.
 	Exact bool `json:"exact"`
-	// Why says which class fell back to bucket-wide and why.
+	// Inexact are the actions whose grants are not exact, and why.
+	Inexact []ScopeInexact `json:"inexact,omitempty"`
+	// Why joins Inexact's reasons.
 	Why string `json:"why,omitempty"`
 	// Revision is the policy revision the scope was compiled from.
 	Revision string `json:"revision"`
+}
+
+// ScopeInexact is an action whose grants are not exactly the policy's.
+type ScopeInexact struct {
+	Action string `json:"action"`
+	Why    string `json:"why"`
+	// Wider is set when the reason is on the key (the analysis could not
+	// read an expression on it): without ScopeQuery.Exact the action's
+	// grants are then wider in key than the policy, bucket-wide at worst.
+	// Otherwise they are the policy's keys, which it allows only under a
+	// condition a session policy cannot carry, or for some of the
+	// action's operations.
+	Wider bool `json:"wider,omitempty"`
+}
+
+// Wider reports an inexact action granted wider in key than the policy.
+func (s Scope) Wider() bool {
+	for _, x := range s.Inexact {
+		if x.Wider {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrScopeQuery is the error of a ScopeQuery the compiler refuses.
@@ -173,13 +210,14 @@ func (e *Engine) Scope(ctx context.Context, q ScopeQuery) (Scope, error) {
 	var grants []ScopeGrant
 	var whys []string
 	for _, class := range classes {
-		g, why, err := e.scopeClass(ctx, q, class)
+		g, inexact, err := e.scopeClass(ctx, q, class)
 		if err != nil {
 			return Scope{}, err
 		}
-		if why != "" {
+		for _, x := range inexact {
 			out.Exact = false
-			whys = append(whys, fmt.Sprintf("%s: %s", class, why))
+			out.Inexact = append(out.Inexact, x)
+			whys = append(whys, fmt.Sprintf("%s: %s", x.Action, x.Why))
 		}
 		grants = append(grants, g...)
 	}
@@ -212,6 +250,7 @@ func (s Scope) clone() Scope {
 	if s.Grants == nil {
 		out.Grants = nil
 	}
+	out.Inexact = slices.Clone(s.Inexact)
 	return out
 }
 
@@ -229,60 +268,167 @@ func (q ScopeQuery) classes() ([]s3req.Access, error) {
 	return []s3req.Access{a}, nil
 }
 
-// scopeClass is one access class's grants; why is set when they are wider
-// than the policy on keys: the bucket-wide fallback, or prefixes the
-// policy narrows further in a way a session policy cannot express.
-func (e *Engine) scopeClass(ctx context.Context, q ScopeQuery, class s3req.Access) ([]ScopeGrant, string, error) {
-	actions := s3req.ActionsOf(class)
+// scopeClass is one access class's grants, decided per IAM action: an
+// action's session-policy statement lets its holder send every operation
+// IAM authorizes with it (s3req.OperationsOf), so each of them is
+// analysed with its operation, action and version known. inexact names
+// the actions whose grants are not exactly what the policy allows: an
+// expression the analysis cannot read (on the key, or any condition on
+// the request, the source or the version, which no session policy
+// carries), or operations of one action allowed on different keys. In
+// q.Exact mode the grants are what every operation of an exact action
+// allows (inexact actions are left out); otherwise they are what any of
+// them may reach, an over-approximation.
+func (e *Engine) scopeClass(ctx context.Context, q ScopeQuery, class s3req.Access) ([]ScopeGrant, []ScopeInexact, error) {
 	within := cover.All()
 	if q.Prefix != "" {
 		within = cover.Prefixes(q.Prefix)
 	}
-	fallback := func(why string) ([]ScopeGrant, string, error) {
-		g := []ScopeGrant{{Bucket: q.Bucket, Prefix: q.Prefix, Actions: actions}}
-		return g, why, nil
-	}
-	if class != s3req.AccessList {
-		set, why, err := e.cover(ctx, q, class, scopeObject)
-		if err != nil || set.All && why != "" {
-			return fallbackOr(err, why, fallback)
+	kinds := map[scopeKind]*rego.PartialQueries{}
+	kindErr := map[scopeKind]error{}
+	partial := func(k scopeKind) (*rego.PartialQueries, error) {
+		if pq, ok := kinds[k]; ok || kindErr[k] != nil {
+			return pq, kindErr[k]
 		}
-		return prefixGrants(q.Bucket, set.Intersect(within), actions), why, nil
+		pq, err := e.partial(ctx, q, class, k)
+		kinds[k], kindErr[k] = pq, err
+		return pq, err
 	}
-	set, why, err := e.cover(ctx, q, class, scopeListPrefix)
-	if err != nil || set.All && why != "" {
-		return fallbackOr(err, why, fallback)
-	}
-	grants := prefixGrants(q.Bucket, set.Intersect(within), []string{"s3:ListBucket"})
-	if q.Prefix == "" {
-		// Bucket-level requests (HeadBucket, GetBucketLocation): IAM
-		// authorizes HeadBucket as s3:ListBucket, which cannot be granted
-		// without also allowing a listing with no prefix, so only
-		// GetBucketLocation is (docs/design.md, "Scope compiler").
-		bl, _, err := e.cover(ctx, q, class, scopeBucketLevel)
+	var grants []ScopeGrant
+	var inexact []ScopeInexact
+	for _, action := range s3req.ActionsOf(class) {
+		if action == "s3:GetBucketLocation" && q.Prefix != "" {
+			continue // a bucket-level request: never under a prefix
+		}
+		var upper, lower cover.Set
+		why, wider := "", false
+		first := true
+		for _, op := range s3req.OperationsOf(action) {
+			k := opKind(op.Operation)
+			if op.Operation == "HeadBucket" {
+				// HeadBucket carries no list prefix: only an s3:ListBucket
+				// statement without an s3:prefix condition (the whole
+				// bucket) allows it, checked below.
+				continue
+			}
+			pq, err := partial(k)
+			var set cover.Set
+			var opWhy cover.Why
+			switch {
+			case errors.Is(err, errScopeFallback):
+				set, opWhy = cover.All(), cover.Why{Key: err.Error()}
+			case err != nil:
+				return nil, nil, err
+			default:
+				set, opWhy, err = e.analyze(ctx, q, class, k, pq, action, op)
+				if err != nil {
+					return nil, nil, err
+				}
+			}
+			wider = wider || opWhy.Key != ""
+			if first {
+				upper, lower, first = set, set, false
+			} else {
+				upper, lower = upper.Union(set), lower.Intersect(set)
+			}
+			if why == "" && opWhy.String() != "" {
+				why = op.Operation + ": " + opWhy.String()
+			}
+		}
+		if first {
+			continue
+		}
+		upper, lower = upper.Intersect(within), lower.Intersect(within)
+		if action == "s3:ListBucket" && why == "" && lower.Contains("") {
+			// Listing the whole bucket is a statement without an
+			// s3:prefix condition, which HeadBucket passes too.
+			why, err := e.headBucket(ctx, q, class, partial)
+			if err != nil {
+				return nil, nil, err
+			}
+			if why != "" {
+				inexact = append(inexact, ScopeInexact{Action: action, Why: why})
+				if !q.Exact {
+					grants = append(grants, actionGrants(q.Bucket, upper, action)...)
+				}
+				continue
+			}
+		}
+		if why == "" && !sameSet(upper, lower) {
+			why = fmt.Sprintf("the policy allows the operations of %s (%s) on different keys", action, opNames(action))
+		}
+		if why != "" {
+			inexact = append(inexact, ScopeInexact{Action: action, Why: why, Wider: wider})
+		}
 		switch {
-		case err != nil && !errors.Is(err, errScopeFallback):
-			return nil, "", err
-		case err != nil || !bl.Empty():
-			grants = append(grants, ScopeGrant{Bucket: q.Bucket, Actions: []string{"s3:GetBucketLocation"}})
+		case !q.Exact:
+			grants = append(grants, actionGrants(q.Bucket, upper, action)...)
+		case why == "":
+			grants = append(grants, actionGrants(q.Bucket, lower, action)...)
 		}
 	}
-	return grants, why, nil
+	return grants, inexact, nil
+}
+
+// headBucket says why HeadBucket is not exactly allowed ("" when it is).
+func (e *Engine) headBucket(ctx context.Context, q ScopeQuery, class s3req.Access, partial func(scopeKind) (*rego.PartialQueries, error)) (string, error) {
+	pq, err := partial(scopeBucketLevel)
+	switch {
+	case errors.Is(err, errScopeFallback):
+		return err.Error(), nil
+	case err != nil:
+		return "", err
+	}
+	set, why, err := e.analyze(ctx, q, class, scopeBucketLevel, pq, "s3:ListBucket", s3req.ActionOperation{Operation: "HeadBucket"})
+	switch {
+	case err != nil:
+		return "", err
+	case why.String() != "":
+		return "HeadBucket: " + why.String(), nil
+	case set.Empty():
+		return "listing the whole bucket also allows HeadBucket, which the policy does not", nil
+	}
+	return "", nil
+}
+
+// opKind is the partial evaluation an operation's inputs need.
+func opKind(op string) scopeKind {
+	switch op {
+	case "ListObjects", "ListObjectsV2":
+		return scopeListPrefix
+	case "HeadBucket", "GetBucketLocation":
+		return scopeBucketLevel
+	}
+	return scopeObject
+}
+
+func opNames(action string) string {
+	var names []string
+	for _, op := range s3req.OperationsOf(action) {
+		names = append(names, op.Operation)
+	}
+	return strings.Join(slices.Compact(names), ", ")
+}
+
+func sameSet(a, b cover.Set) bool {
+	return a.All == b.All && slices.Equal(a.Prefixes, b.Prefixes)
+}
+
+// actionGrants are one action's grants: a bucket-level action (no key)
+// on the bucket when the set is not empty, others per prefix.
+func actionGrants(bucket string, s cover.Set, action string) []ScopeGrant {
+	if action == "s3:GetBucketLocation" {
+		if s.Empty() {
+			return nil
+		}
+		return []ScopeGrant{{Bucket: bucket, Actions: []string{action}}}
+	}
+	return prefixGrants(bucket, s, []string{action})
 }
 
 // errScopeFallback marks a partial evaluation that failed for a reason of
 // the policy's (not ctx's): the class falls back to bucket-wide.
 var errScopeFallback = errors.New("policy: scope not compiled")
-
-func fallbackOr(err error, why string, fallback func(string) ([]ScopeGrant, string, error)) ([]ScopeGrant, string, error) {
-	if err != nil {
-		if !errors.Is(err, errScopeFallback) {
-			return nil, "", err
-		}
-		return fallback(err.Error())
-	}
-	return fallback(why)
-}
 
 func prefixGrants(bucket string, s cover.Set, actions []string) []ScopeGrant {
 	if s.All {
@@ -316,27 +462,44 @@ func mergeGrants(gs []ScopeGrant) []ScopeGrant {
 	return out
 }
 
-// cover runs one partial evaluation and its analysis. An error wrapping
-// errScopeFallback is the policy's; any other is ctx's.
-func (e *Engine) cover(ctx context.Context, q ScopeQuery, class s3req.Access, k scopeKind) (cover.Set, string, error) {
+// partial runs the partial evaluation of kind k for class. An error
+// wrapping errScopeFallback is the policy's; any other is ctx's.
+func (e *Engine) partial(ctx context.Context, q ScopeQuery, class s3req.Access, k scopeKind) (*rego.PartialQueries, error) {
 	c := e.scope
 	if c.prepErr != nil {
-		return cover.Set{}, "", fmt.Errorf("%w: preparing the partial evaluation: %v", errScopeFallback, c.prepErr)
+		return nil, fmt.Errorf("%w: preparing the partial evaluation: %v", errScopeFallback, c.prepErr)
 	}
-	known, err := scopeInput(q, class, k)
+	known, err := scopeInput(q, class, k, "", "", false)
 	if err != nil {
-		return cover.Set{}, "", err
+		return nil, err
 	}
 	c.partials.Add(1)
 	pqs, err := c.queries[k].Partial(ctx, rego.EvalParsedInput(known))
 	if err != nil {
 		if ctx.Err() != nil {
-			return cover.Set{}, "", ctx.Err()
+			return nil, ctx.Err()
 		}
-		return cover.Set{}, "", fmt.Errorf("%w: partial evaluation: %v", errScopeFallback, err)
+		return nil, fmt.Errorf("%w: partial evaluation: %v", errScopeFallback, err)
 	}
-	opts := cover.Options{Known: known, Defined: scopeDefined, Never: scopeNever}
+	return pqs, nil
+}
+
+// analyze reads the residual pqs of kind k for one operation of action:
+// its operation, action and (when not versioned) its empty version known,
+// every other unknown a condition that makes the result lossy (Exact).
+func (e *Engine) analyze(ctx context.Context, q ScopeQuery, class s3req.Access, k scopeKind, pqs *rego.PartialQueries, action string, op s3req.ActionOperation) (cover.Set, cover.Why, error) {
+	known, err := scopeInput(q, class, k, op.Operation, action, !op.Versioned)
+	if err != nil {
+		return cover.Set{}, cover.Why{}, err
+	}
+	opts := cover.Options{Known: known, Defined: scopeDefined, Never: scopeNever, Exact: true}
 	for _, u := range scopeUnknowns[k] {
+		switch {
+		case u == "input.operation" || u == "input.action":
+			continue
+		case u == "input.resource.version_id" && !op.Versioned:
+			continue
+		}
 		opts.Unknowns = append(opts.Unknowns, ast.MustParseRef(u))
 	}
 	switch k {
@@ -352,7 +515,7 @@ func (e *Engine) cover(ctx context.Context, q ScopeQuery, class s3req.Access, k 
 // scopeInput is the known part of the input of kind k: the principal, the
 // access class, the bucket, the table; for objects a null list prefix,
 // for lists the empty key (as s3req builds them).
-func scopeInput(q ScopeQuery, class s3req.Access, k scopeKind) (ast.Object, error) {
+func scopeInput(q ScopeQuery, class s3req.Access, k scopeKind, operation, action string, unversioned bool) (ast.Object, error) {
 	p := q.Principal
 	res := map[string]any{"bucket": q.Bucket}
 	switch k {
@@ -371,6 +534,12 @@ func scopeInput(q ScopeQuery, class s3req.Access, k scopeKind) (ast.Object, erro
 		"copy_source": nil,
 		"table":       q.Table,
 		"mint":        nil, // a sign request's: a scope is about S3 requests
+	}
+	if operation != "" {
+		doc["operation"], doc["action"] = operation, action
+	}
+	if unversioned {
+		res["version_id"] = ""
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {

@@ -47,3 +47,43 @@ func ActionsOf(a Access) []string {
 func BucketAction(action string) bool {
 	return action == "s3:ListBucket" || action == "s3:GetBucketLocation"
 }
+
+// ActionOperation is one operation of the data path that IAM authorizes
+// with an action: its name (input.operation) and whether it names an
+// object version (input.resource.version_id set).
+type ActionOperation struct {
+	Operation string
+	Versioned bool
+}
+
+// actionOperations are, for each action of classActions, the operations
+// of the operation table whose requests IAM authorizes with it
+// (TestOperationsOfCoverEveryOperation holds them to the table). A
+// session policy that grants the action lets its holder send every one
+// of them, so a grant is exact only where the policy allows them all.
+// Operations outside the data classes (admin) are not here: no session
+// policy is compiled for them.
+var actionOperations = map[string][]ActionOperation{
+	"s3:GetObject":                  {{"GetObject", false}, {"HeadObject", false}},
+	"s3:GetObjectVersion":           {{"GetObject", true}, {"HeadObject", true}},
+	"s3:GetObjectTagging":           {{"GetObjectTagging", false}},
+	"s3:GetObjectVersionTagging":    {{"GetObjectTagging", true}},
+	"s3:ListMultipartUploadParts":   {{"ListParts", false}},
+	"s3:PutObject":                  {{"PutObject", false}, {"CopyObject", false}, {"CreateMultipartUpload", false}, {"UploadPart", false}, {"UploadPartCopy", false}, {"CompleteMultipartUpload", false}},
+	"s3:AbortMultipartUpload":       {{"AbortMultipartUpload", false}},
+	"s3:PutObjectTagging":           {{"PutObjectTagging", false}},
+	"s3:PutObjectVersionTagging":    {{"PutObjectTagging", true}},
+	"s3:DeleteObjectTagging":        {{"DeleteObjectTagging", false}},
+	"s3:DeleteObjectVersionTagging": {{"DeleteObjectTagging", true}},
+	"s3:DeleteObject":               {{"DeleteObject", false}, {"DeleteObjects", false}},
+	"s3:DeleteObjectVersion":        {{"DeleteObject", true}, {"DeleteObjects", true}},
+	"s3:ListBucket":                 {{"ListObjects", false}, {"ListObjectsV2", false}, {"HeadBucket", false}},
+	"s3:GetBucketLocation":          {{"GetBucketLocation", false}},
+}
+
+// OperationsOf returns the data-path operations IAM authorizes with
+// action (one of ActionsOf's), nil for any other action. The caller owns
+// the slice.
+func OperationsOf(action string) []ActionOperation {
+	return slices.Clone(actionOperations[action])
+}

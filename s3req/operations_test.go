@@ -322,3 +322,47 @@ func TestActionsOfCoverEveryOperation(t *testing.T) {
 		t.Errorf("ActionsOf(admin) = %v, want nil", got)
 	}
 }
+
+// TestOperationsOfCoverEveryOperation: every data-class operation of the
+// table is listed under its action (versioned rows under the version
+// action), and OperationsOf lists nothing the table does not classify so.
+func TestOperationsOfCoverEveryOperation(t *testing.T) {
+	type use struct {
+		action string
+		op     ActionOperation
+	}
+	seen := map[use]bool{}
+	for _, tc := range s3Operations {
+		if tc.access == AccessAdmin {
+			continue
+		}
+		versioned := strings.Contains(tc.pathQuery, "versionId=")
+		seen[use{tc.action, ActionOperation{tc.op, versioned}}] = true
+	}
+	listed := map[use]bool{}
+	for _, a := range DataAccess {
+		for _, act := range ActionsOf(a) {
+			ops := OperationsOf(act)
+			if len(ops) == 0 {
+				t.Errorf("%s: OperationsOf lists no operation", act)
+			}
+			for _, op := range ops {
+				listed[use{act, op}] = true
+			}
+		}
+	}
+	for u := range seen {
+		if !listed[u] {
+			t.Errorf("operation %s (versioned %v) is %s in the table but not in OperationsOf", u.op.Operation, u.op.Versioned, u.action)
+		}
+	}
+	for u := range listed {
+		if !seen[u] && u.op.Operation != "DeleteObjects" {
+			// DeleteObjects' versions are in its body, not its target.
+			t.Errorf("OperationsOf(%s) lists %s (versioned %v), which the table does not classify so", u.action, u.op.Operation, u.op.Versioned)
+		}
+	}
+	if OperationsOf("s3:PutBucketPolicy") != nil {
+		t.Error("OperationsOf an admin action is not nil")
+	}
+}

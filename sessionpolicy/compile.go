@@ -20,7 +20,25 @@ type Options struct {
 	// MaxBytes is the longest document; DefaultMaxBytes when not positive.
 	// Larger values are refused: STS would.
 	MaxBytes int
+	// Exact makes the document name exactly the scope's prefixes or fail
+	// (ErrNotExact): a prefix IAM would read as a pattern is refused, not
+	// cut, and a document over MaxBytes is refused, not coarsened. Vended
+	// credentials are compiled so (a mint is exact or refused); a
+	// per-principal signing session, whose every request countersign
+	// still decides, may be wider.
+	Exact bool
 }
+
+// ErrNotExact is Compile's error, with Options.Exact, for a scope whose
+// session policy could only be wider than the scope.
+var ErrNotExact = errors.New("sessionpolicy: no session policy names the scope exactly")
+
+// Metachars are the characters IAM reads as a pattern in a resource ARN
+// or a StringLike condition: the wildcards * and ?, and $ (a policy
+// variable, ${...}). IAM's own escapes for them (${*}, ${?}, ${$}) are
+// not honoured by every STS (SeaweedFS's IAM leaves them as written), so
+// an exact document never holds them.
+const Metachars = "*?$"
 
 // ErrEmptyScope is Compile's error for a scope that grants nothing: there
 // is no session to mint.
@@ -43,12 +61,15 @@ func Compile(s policy.Scope, o Options) (Document, error) {
 	if max > DefaultMaxBytes {
 		return Document{}, fmt.Errorf("sessionpolicy: MaxBytes %d is over STS AssumeRole's limit of %d characters for a session policy", max, DefaultMaxBytes)
 	}
-	groups, err := group(s.Grants)
+	groups, err := group(s.Grants, o.Exact)
 	if err != nil {
 		return Document{}, err
 	}
 	if len(groups) == 0 {
 		return Document{}, ErrEmptyScope
+	}
+	if size := docSize(groups); o.Exact && size > max {
+		return Document{}, fmt.Errorf("%w: %d characters naming every prefix, over the limit of %d (STS AssumeRole accepts at most 2,048 characters of plaintext JSON in its Policy parameter), and merging prefixes would widen it", ErrNotExact, size, max)
 	}
 	merges, size, ok := coarsen(groups, max)
 	if exact := docSize(groups); ok && exact != size {
@@ -113,7 +134,7 @@ func (g *stmtGroup) statement() Statement {
 // group splits the grants into statements: per bucket, the object actions
 // of each distinct action set with their prefixes, s3:ListBucket with its
 // prefixes, s3:GetBucketLocation.
-func group(grants []policy.ScopeGrant) ([]*stmtGroup, error) {
+func group(grants []policy.ScopeGrant, exact bool) ([]*stmtGroup, error) {
 	by := map[string]*stmtGroup{}
 	add := func(g *stmtGroup, prefix string) {
 		k := g.key()
@@ -131,6 +152,10 @@ func group(grants []policy.ScopeGrant) ([]*stmtGroup, error) {
 			return nil, fmt.Errorf("sessionpolicy: grant bucket %q is not a bucket name", gr.Bucket)
 		}
 		prefix := literal(gr.Prefix)
+		if exact && prefix != gr.Prefix {
+			c := gr.Prefix[len(prefix)]
+			return nil, fmt.Errorf("%w: prefix %q contains %q, which IAM reads as a wildcard or a policy variable, and IAM's escape for it is not honoured by every STS", ErrNotExact, gr.Prefix, c)
+		}
 		var obj []string
 		for _, a := range gr.Actions {
 			switch {
@@ -168,7 +193,7 @@ func group(grants []policy.ScopeGrant) ([]*stmtGroup, error) {
 // StringLike conditions, so p is cut before the first of them (a wider
 // prefix, never a narrower one).
 func literal(p string) string {
-	if i := strings.IndexAny(p, "*?$"); i >= 0 {
+	if i := strings.IndexAny(p, Metachars); i >= 0 {
 		return p[:i]
 	}
 	return p

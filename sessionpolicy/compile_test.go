@@ -220,3 +220,36 @@ func TestBadGrantsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestExactRefusesWhatItCannotName: with Options.Exact a prefix holding
+// an IAM metacharacter is refused naming the character (cut, lake/wh/db/$/
+// would be minted as lake/wh/db/*, every sibling of $/), and a scope too
+// large to name prefix by prefix is refused rather than coarsened; a
+// scope it can name is the same document as without Exact.
+func TestExactRefusesWhatItCannotName(t *testing.T) {
+	for _, p := range []string{"wh/db/$/", "wh/a*b/", "wh/q?/", "wh/${aws:username}/"} {
+		_, err := sessionpolicy.Compile(policy.Scope{Grants: []policy.ScopeGrant{grant(p, "s3:GetObject")}}, sessionpolicy.Options{Exact: true})
+		c := p[strings.IndexAny(p, sessionpolicy.Metachars)]
+		if !errors.Is(err, sessionpolicy.ErrNotExact) || !strings.Contains(err.Error(), fmt.Sprintf("%q", c)) {
+			t.Errorf("prefix %q: err = %v, want ErrNotExact naming %q", p, err, c)
+		}
+		// Without Exact (a signing session) it is still cut, wider.
+		if _, err := sessionpolicy.Compile(policy.Scope{Grants: []policy.ScopeGrant{grant(p, "s3:GetObject")}}, sessionpolicy.Options{}); err != nil {
+			t.Errorf("prefix %q without Exact: %v", p, err)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	gs := randomGrants(r, 300)
+	if _, err := sessionpolicy.Compile(policy.Scope{Grants: gs}, sessionpolicy.Options{Exact: true}); !errors.Is(err, sessionpolicy.ErrNotExact) || !strings.Contains(err.Error(), "widen") {
+		t.Fatalf("300 prefixes with Exact: err = %v, want ErrNotExact (coarsening would widen)", err)
+	}
+	plain := []policy.ScopeGrant{grant("wh/db/t/", readActions...), grant("wh/db/t/", "s3:ListBucket")}
+	a, err := sessionpolicy.Compile(policy.Scope{Grants: plain}, sessionpolicy.Options{Exact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := sessionpolicy.Compile(policy.Scope{Grants: plain}, sessionpolicy.Options{})
+	if a.JSON() != b.JSON() || a.Coarsened != 0 {
+		t.Fatalf("exact %s\nplain %s", a.JSON(), b.JSON())
+	}
+}

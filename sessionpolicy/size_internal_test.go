@@ -24,7 +24,7 @@ func TestDocSizeIsTheJSONLength(t *testing.T) {
 			}
 			gs = append(gs, policy.ScopeGrant{Bucket: fmt.Sprintf("b%d", r.IntN(3)), Prefix: string(p), Actions: acts[r.IntN(len(acts))]})
 		}
-		groups, err := group(gs)
+		groups, err := group(gs, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestCoarsenedSizes(t *testing.T) {
 			acts := [][]string{{"s3:GetObject"}, {"s3:ListBucket"}, {"s3:PutObject", "s3:DeleteObject"}}[r.IntN(3)]
 			gs = append(gs, policy.ScopeGrant{Bucket: fmt.Sprintf("b%d", r.IntN(2)), Prefix: p, Actions: acts})
 		}
-		groups, err := group(gs)
+		groups, err := group(gs, false)
 		if err != nil {
 			t.Fatal(err)
 		}

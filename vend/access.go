@@ -28,15 +28,27 @@ func ParseAccess(s string) (Access, error) {
 
 // classes are the S3 access classes (s3req's, as the policy sees them in
 // input.access) a mint of access a asks the policy and the scope compiler
-// about. required classes must cover the whole prefix or the mint is
-// refused; optional ones are granted where the scope allows them under
-// the prefix, and left out otherwise.
+// about. A required class must be allowed and its required action
+// (requiredAction) exact on the whole prefix, or the mint is refused;
+// every other action, and the optional classes, are granted where their
+// scope is exact under the prefix, and left out otherwise.
 func (a Access) classes() (required, optional []string) {
 	if a == ReadWrite {
 		return []string{"read", "write"}, []string{"list", "delete"}
 	}
 	return []string{"read"}, []string{"list"}
 }
+
+// requiredAction is the IAM action without which a required class's
+// credentials are useless: reading objects, writing them.
+var requiredAction = map[string]string{"read": "s3:GetObject", "write": "s3:PutObject"}
+
+// metachars are the characters IAM reads as a pattern in a resource or a
+// StringLike condition (sessionpolicy.Metachars): * and ? are wildcards,
+// $ starts a policy variable. IAM's escapes for them (${*}, ${?}, ${$})
+// are not honoured by every STS (SeaweedFS's IAM leaves them as written),
+// so a prefix holding one cannot be named exactly and is refused.
+const metachars = "*?$"
 
 // splitLocation reads "s3://bucket/path" (or s3a://, s3n://) into a bucket
 // and a key prefix that ends in "/" (or is "" for the whole bucket), the
@@ -76,8 +88,11 @@ func splitLocation(loc string) (bucket, prefix string, err error) {
 		}
 	}
 	for i := 0; i < len(prefix); i++ {
-		if c := prefix[i]; c < 0x20 || c == 0x7f || c == '*' || c == '?' {
-			return "", "", fmt.Errorf("location %q contains %q, which a session policy cannot name exactly", loc, c)
+		if c := prefix[i]; c < 0x20 || c == 0x7f {
+			return "", "", fmt.Errorf("location %q contains the control character %q, which a session policy cannot name exactly", loc, c)
+		}
+		if c := prefix[i]; strings.IndexByte(metachars, c) >= 0 {
+			return "", "", fmt.Errorf("location %q contains %q, which IAM reads as a wildcard or a policy variable: a session policy cannot name this prefix exactly (an STS need not honour IAM's escape for it), so no credentials are minted for it", loc, c)
 		}
 	}
 	return bucket, prefix, nil

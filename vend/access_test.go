@@ -25,8 +25,11 @@ func TestSplitLocation(t *testing.T) {
 		"lake/wh/":           "not an s3:// URL",
 		"s3:///wh/":          "names no bucket",
 		"s3://lake//wh/":     "empty path segment",
-		"s3://lake/wh/*/":    "cannot name exactly",
-		"s3://lake/wh/?/":    "cannot name exactly",
+		"s3://lake/wh/*/":    "cannot name this prefix exactly",
+		"s3://lake/wh/?/":    "cannot name this prefix exactly",
+		"s3://lake/wh/db/$/": `contains '$'`,
+		"s3://lake/wh/*/x":   `contains '*'`,
+		"s3://lake/a${x}/":   `contains '$'`,
 		"s3://lake/wh/\x01/": "cannot name exactly",
 		"s3://lake/wh//t/":   "empty path segment",
 		"s3://lak*/wh/":      "invalid character",
@@ -64,12 +67,15 @@ func TestParseAccess(t *testing.T) {
 	}
 }
 
-// TestScopeCoversAndWithin: a scope covers a prefix only when exact and
-// one grant is a prefix of it; within keeps what lies under the prefix.
+// TestScopeCoversAndWithin: a scope covers a prefix for an action only
+// when the action is exact and one grant of it is a prefix of it; within
+// keeps what lies under the prefix, but not a prefix holding an IAM
+// metacharacter.
 func TestScopeCoversAndWithin(t *testing.T) {
 	s := Scope{Exact: true, Grants: []Grant{
 		{Bucket: "lake", Prefix: "wh/db/", Actions: []string{"s3:GetObject"}},
 		{Bucket: "lake", Prefix: "wh/sales/2026/", Actions: []string{"s3:GetObject"}},
+		{Bucket: "lake", Prefix: "wh/sales/$/", Actions: []string{"s3:GetObject"}},
 		{Bucket: "other", Prefix: "", Actions: []string{"s3:GetObject"}},
 	}}
 	for _, c := range []struct {
@@ -85,7 +91,7 @@ func TestScopeCoversAndWithin(t *testing.T) {
 		{"other", "any/", true, []string{"any/"}},
 		{"third", "", false, nil},
 	} {
-		if got := s.covers(c.bucket, c.prefix); got != c.covers {
+		if got := s.covers(c.bucket, c.prefix, "s3:GetObject"); got != c.covers {
 			t.Errorf("covers(%s, %q) = %v", c.bucket, c.prefix, got)
 		}
 		var got []string
@@ -99,8 +105,11 @@ func TestScopeCoversAndWithin(t *testing.T) {
 			t.Errorf("within(%s, %q) = %v, want %v", c.bucket, c.prefix, got, c.within)
 		}
 	}
-	s.Exact = false
-	if s.covers("lake", "wh/db/t/") {
-		t.Error("an inexact scope covers a prefix")
+	if s.covers("lake", "wh/db/t/", "s3:PutObject") {
+		t.Error("a scope covers a prefix for an action it does not grant")
+	}
+	s.Inexact = map[string]string{"s3:GetObject": "a header condition"}
+	if s.covers("lake", "wh/db/t/", "s3:GetObject") {
+		t.Error("a scope covers a prefix for an inexact action")
 	}
 }

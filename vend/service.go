@@ -216,15 +216,12 @@ func (s *Service) decide(ctx context.Context, m *mint, a Access) ([]Grant, *Erro
 			s.log.Error("scope compilation failed", "err", err, "access", class, "request_id", m.req.RequestID)
 			return nil, refusal(http.StatusServiceUnavailable, "the policy's scope is unavailable; nothing was vended")
 		}
-		switch {
-		case !sc.covers(m.bucket, m.prefix) && need:
-			why := "no grant of the policy covers every key under it"
-			if !sc.Exact {
-				why = "the policy's " + class + " scope is not a set of prefixes (" + sc.Why + "), so it is decided object by object and never vended"
+		if act := requiredAction[class]; need && !sc.covers(m.bucket, m.prefix, act) {
+			why := fmt.Sprintf("the policy does not allow %s on every key under it", act)
+			if w, inexact := sc.Inexact[act]; inexact {
+				why = fmt.Sprintf("the policy's scope for %s is not exact (%s), so it is decided request by request and never vended", act, w)
 			}
 			return nil, refusal(http.StatusForbidden, fmt.Sprintf("access denied: %s credentials for %s: %s", a, m.location(), why))
-		case !sc.Exact:
-			continue
 		}
 		grants = append(grants, sc.within(m.bucket, m.prefix)...)
 	}

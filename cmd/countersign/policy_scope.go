@@ -29,7 +29,7 @@ func runPolicyScope(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := flag.NewFlagSet("policy scope", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: countersign policy scope -policy PATH [-policy PATH]... -principal JSON -bucket B [-access CLASS] [-prefix P] [-table JSON] [PATH...]")
+		fmt.Fprintln(stderr, "Usage: countersign policy scope -policy PATH [-policy PATH]... -principal JSON -bucket B [-access CLASS] [-prefix P] [-table JSON] [-vend] [PATH...]")
 		fs.PrintDefaults()
 	}
 	var paths stringList
@@ -40,6 +40,7 @@ func runPolicyScope(ctx context.Context, args []string, stdout, stderr io.Writer
 	prefix := fs.String("prefix", "", "only keys under this prefix (a vended credential's location)")
 	table := fs.String("table", "", `the per-table route's table: {"prefix":...,"namespace":[...],"name":...}`)
 	maxBytes := fs.Int("max-bytes", sessionpolicy.DefaultMaxBytes, "longest session policy")
+	vendMode := fs.Bool("vend", false, "what vended credentials would carry: only the actions whose scope is exact, the session policy naming exactly their prefixes or refused")
 	rest, ok := parseInterspersed(fs, args)
 	if !ok {
 		return 2
@@ -49,7 +50,7 @@ func runPolicyScope(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "countersign policy scope: -policy PATH, -principal and -bucket are required")
 		return 2
 	}
-	q := policy.ScopeQuery{Access: *access, Bucket: *bucket, Prefix: *prefix}
+	q := policy.ScopeQuery{Access: *access, Bucket: *bucket, Prefix: *prefix, Exact: *vendMode}
 	if err := decodeArg(*principal, &q.Principal); err != nil {
 		fmt.Fprintln(stderr, "countersign policy scope: -principal:", err)
 		return 2
@@ -72,7 +73,7 @@ func runPolicyScope(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 	res := scopeResult{Scope: s}
-	doc, err := sessionpolicy.Compile(s, sessionpolicy.Options{MaxBytes: *maxBytes})
+	doc, err := sessionpolicy.Compile(s, sessionpolicy.Options{MaxBytes: *maxBytes, Exact: *vendMode})
 	switch {
 	case errors.Is(err, sessionpolicy.ErrEmptyScope):
 	case err != nil:

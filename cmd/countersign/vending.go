@@ -102,15 +102,22 @@ func (v *VendingConfig) serverConfig() server.VendConfig {
 	return server.VendConfig{Region: v.Region, Endpoint: v.Endpoint}
 }
 
-// scoper adapts policy.Manager.Scope to vend.Scoper.
+// scoper adapts policy.Manager.Scope to vend.Scoper, in exact mode (only
+// actions the policy allows exactly are vended).
 type scoper struct{ m *policy.Manager }
 
 func (s scoper) Scope(ctx context.Context, q vend.ScopeQuery) (vend.Scope, error) {
-	ps, err := s.m.Scope(ctx, policy.ScopeQuery{Principal: q.Principal, Access: q.Access, Bucket: q.Bucket, Prefix: q.Prefix, Table: q.Table})
+	ps, err := s.m.Scope(ctx, policy.ScopeQuery{Principal: q.Principal, Access: q.Access, Bucket: q.Bucket, Prefix: q.Prefix, Table: q.Table, Exact: true})
 	if err != nil {
 		return vend.Scope{}, err
 	}
 	out := vend.Scope{Exact: ps.Exact, Why: ps.Why, Revision: ps.Revision}
+	for _, x := range ps.Inexact {
+		if out.Inexact == nil {
+			out.Inexact = map[string]string{}
+		}
+		out.Inexact[x.Action] = x.Why
+	}
 	for _, g := range ps.Grants {
 		out.Grants = append(out.Grants, vend.Grant{Bucket: g.Bucket, Prefix: g.Prefix, Actions: g.Actions})
 	}
@@ -126,7 +133,7 @@ func (sessionPolicies) SessionPolicy(s vend.Scope) (string, error) {
 	for _, g := range s.Grants {
 		ps.Grants = append(ps.Grants, policy.ScopeGrant{Bucket: g.Bucket, Prefix: g.Prefix, Actions: g.Actions})
 	}
-	doc, err := sessionpolicy.Compile(ps, sessionpolicy.Options{MaxBytes: session.MaxPolicyBytes})
+	doc, err := sessionpolicy.Compile(ps, sessionpolicy.Options{MaxBytes: session.MaxPolicyBytes, Exact: true})
 	if err != nil {
 		return "", err
 	}

@@ -44,6 +44,12 @@ type Options struct {
 	// ARN, if set, is the prefix input.resource.arn has before the field:
 	// "arn:aws:s3:::bucket/" for an object's key.
 	ARN string
+	// Exact makes every expression the analysis does not read lossy, not
+	// only those on the field: a condition on the request, the source, a
+	// version, or anything else left unknown is then a reason the result
+	// is not exactly the field's values the policy allows (what a session
+	// policy, which carries no such condition, may grant).
+	Exact bool
 	// Never are values some unknown references never take in the inputs
 	// the analysis is about (a scope's S3 requests never have a mint's
 	// operation): an equality of one with such a value cannot succeed, so
@@ -57,16 +63,34 @@ type Never struct {
 	Values []ast.Value
 }
 
+// Why says why an analysis's set is not exactly the field's values the
+// policy allows; both empty when it is.
+type Why struct {
+	// Key names the first expression on the field the analysis could not
+	// read (a regex, an exclusion, a prefix taken from a header): the set
+	// may be wider than the policy on the field.
+	Key string
+	// Cond names, with Options.Exact, the first other condition the
+	// analysis read as allowing every value (on headers, the source, a
+	// version): the set is the field's values, but the policy allows them
+	// only under that condition.
+	Cond string
+}
+
+// String is the first reason, or "".
+func (w Why) String() string {
+	if w.Key != "" {
+		return w.Key
+	}
+	return w.Cond
+}
+
 // Analyze returns a superset of the values of o.Field for which one of
-// pqs's queries succeeds. lossy is empty when the set is exactly the
-// field's values the policy allows, as far as the field goes (conditions
-// on other fields — headers, operation, source — are dropped, never
-// expressible in a session policy); otherwise it names the first
-// expression on the field the analysis could not read (a regex, an
-// exclusion, a prefix taken from a header), and the set may be wider. It
-// fails only when ctx ends.
-func Analyze(ctx context.Context, pqs *rego.PartialQueries, o Options) (Set, string, error) {
-	a := &analyzer{ctx: ctx, o: o, rules: map[string][]*ast.Rule{}, memo: map[string]Set{}, mentions: map[string]bool{}}
+// pqs's queries succeeds, and why it may not be exactly those values
+// (see Why; without Options.Exact, conditions on other fields are
+// dropped silently). It fails only when ctx ends.
+func Analyze(ctx context.Context, pqs *rego.PartialQueries, o Options) (Set, Why, error) {
+	a := &analyzer{ctx: ctx, o: o, rules: map[string][]*ast.Rule{}, memo: map[string]memoed{}, mentions: map[string]bool{}}
 	for _, m := range pqs.Support {
 		pkg := m.Package.Path.String()
 		for _, r := range m.Rules {
@@ -78,7 +102,7 @@ func Analyze(ctx context.Context, pqs *rego.PartialQueries, o Options) (Set, str
 	for _, q := range pqs.Queries {
 		out = out.Union(a.body(q, nil))
 		if err := ctx.Err(); err != nil {
-			return Set{}, "", err
+			return Set{}, Why{}, err
 		}
 	}
 	return out, a.lossy, nil
@@ -95,16 +119,33 @@ type analyzer struct {
 	// lossy is the first expression that involves the field and that the
 	// analysis read as allowing every value: the result is then wider than
 	// the policy's allows on the field.
-	lossy    string
+	lossy    Why
 	mentions map[string]bool // support rules whose bodies involve the field
 	ctx      context.Context
 	o        Options
 	rules    map[string][]*ast.Rule // support rules by path
-	memo     map[string]Set         // truthy rule references without arguments
+	memo     map[string]memoed      // truthy rule references without arguments
 	depth    int
 }
 
 const maxDepth = 64
+
+// memoed is a rule reference's result and why it is lossy: a later use
+// of the memo is as lossy as the first.
+type memoed struct {
+	set   Set
+	lossy Why
+}
+
+// merge fills w's empty reasons from o.
+func (w *Why) merge(o Why) {
+	if w.Key == "" {
+		w.Key = o.Key
+	}
+	if w.Cond == "" {
+		w.Cond = o.Cond
+	}
+}
 
 // env holds a body's variable bindings: var = term expressions, and the
 // outputs of calls (count(x, v) binds v to count(x)).
@@ -178,8 +219,8 @@ func (a *analyzer) body(b ast.Body, outer env) Set {
 // lose records why the result is wider than the policy, and allows every
 // value.
 func (a *analyzer) lose(why string) Set {
-	if a.lossy == "" {
-		a.lossy = why
+	if a.lossy.Key == "" {
+		a.lossy.Key = why
 	}
 	return All()
 }
@@ -187,8 +228,13 @@ func (a *analyzer) lose(why string) Set {
 // lost is what an expression the analysis does not read allows: every
 // value, and when it involves the field, the result is lossy.
 func (a *analyzer) lost(x *ast.Expr, e env) Set {
-	if a.lossy == "" && a.involves(x, e) {
-		a.lossy = fmt.Sprintf("the expression %s on %v is not a prefix or equality test", truncate(x.String()), a.o.Field)
+	switch {
+	case a.involves(x, e):
+		if a.lossy.Key == "" {
+			a.lossy.Key = fmt.Sprintf("the expression %s on %v is not a prefix or equality test", truncate(x.String()), a.o.Field)
+		}
+	case a.o.Exact && a.lossy.Cond == "":
+		a.lossy.Cond = fmt.Sprintf("the condition %s is not on the key, and a session policy cannot carry it", truncate(x.String()))
 	}
 	return All()
 }
@@ -199,6 +245,9 @@ func (a *analyzer) lostBody(b ast.Body, e env) Set {
 		if a.involves(x, e) {
 			return a.lose(fmt.Sprintf("the rule body %s on %v is not a negated prefix test", truncate(b.String()), a.o.Field))
 		}
+	}
+	if a.o.Exact && a.lossy.Cond == "" {
+		a.lossy.Cond = fmt.Sprintf("the denial %s is not a condition on the key, and a session policy cannot carry it", truncate(b.String()))
 	}
 	return All()
 }
@@ -590,6 +639,13 @@ func (a *analyzer) expr(x *ast.Expr, e env) Set {
 		if ok, decided := a.fieldIsString(x, e); decided {
 			return setOf(ok)
 		}
+		if t, ok := x.Terms.(*ast.Term); ok && len(x.With) == 0 {
+			// not R, R a support rule that never succeeds here (its
+			// over-approximation is empty): always true.
+			if v := a.resolve(t, e, 0); v.kind == kRule && a.ruleTruthy(v.ref, nil).Empty() {
+				return All()
+			}
+		}
 		return a.lost(x, e)
 	}
 	switch ts := x.Terms.(type) {
@@ -842,9 +898,17 @@ func (a *analyzer) ruleTruthy(r ast.Ref, want ast.Value) Set {
 	if want != nil {
 		memoKey += "\x00" + want.String()
 	}
-	if s, ok := a.memo[memoKey]; ok {
-		return s
+	if m, ok := a.memo[memoKey]; ok {
+		a.lossy.merge(m.lossy)
+		return m.set
 	}
+	outer := a.lossy
+	a.lossy = Why{}
+	defer func() {
+		inner := a.lossy
+		a.lossy = outer
+		a.lossy.merge(inner)
+	}()
 	if a.depth > maxDepth {
 		return a.lose("rules nested too deeply")
 	}
@@ -877,7 +941,7 @@ func (a *analyzer) ruleTruthy(r ast.Ref, want ast.Value) Set {
 			break
 		}
 	}
-	a.memo[memoKey] = out
+	a.memo[memoKey] = memoed{set: out, lossy: a.lossy}
 	return out
 }
 
