@@ -25,7 +25,8 @@ import (
 )
 
 // vendHarness is countersign with vending on, in front of SeaweedFS with
-// its STS, under the combined example policy plus a sign-only table.
+// its STS, under vendablePolicy with the combined example's data plus a
+// sign-only table.
 type vendHarness struct {
 	weed  *testsupport.S3Server
 	cs    *signerProc
@@ -48,11 +49,59 @@ func newVendHarness(t *testing.T) *vendHarness {
 	if err := os.WriteFile(filepath.Join(extra, "data.json"), []byte(signOnlyData), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	combined, err := filepath.Abs("../deploy/policies/combined")
+	return startVendWith(t, weed, "", fmt.Sprintf("  region: us-east-1\n  endpoint: http://127.0.0.1:%d\n", weed.Port), vendableDir(t), extra)
+}
+
+// vendablePolicy is the combined example (group grants and table grants
+// from its data) written to vend: lib/guardrails denies headers on every
+// request, a condition no session policy carries, so under it nothing is
+// vended (TestVendingIsExact); this policy keeps the guardrails' refusals
+// of admin and unrecognized operations and of sign-only data, and
+// conditions on nothing but the principal, the operation and the key.
+const vendablePolicy = `package countersign.authz
+
+import data.countersign.lib.grants
+import data.countersign.lib.table_scope
+import data.countersign.lib.vending
+
+default allow := false
+
+allow if {
+	count(deny) == 0
+	count(permit) > 0
+}
+
+deny contains "admin operation" if input.access == "admin"
+
+deny contains "unrecognized operation" if input.operation == "Unknown"
+
+deny contains msg if some msg in vending.deny
+
+deny contains msg if some msg in table_scope.deny
+
+permit contains "grants" if grants.allow
+
+permit contains "table" if table_scope.allow
+
+reason := concat("; ", sort(deny)) if count(deny) > 0
+`
+
+// vendableDir is a policy directory holding vendablePolicy and the
+// combined example's data.
+func vendableDir(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../deploy/policies/combined/data.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startVendWith(t, weed, "", fmt.Sprintf("  region: us-east-1\n  endpoint: http://127.0.0.1:%d\n", weed.Port), combined, extra)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(vendablePolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // startVendSeaweedFS runs SeaweedFS with its STS and the bucket lake.
@@ -433,14 +482,16 @@ func TestVendingRefusedAndRecorded(t *testing.T) {
 // and group rx reads under wh/rx/ of keys without "secret" in them: a mint input (key "",
 // prefix wh/rx/) is allowed by it, but not every key under wh/rx/ is, and
 // a regex is not a set of prefixes, so the default rule refuses that mint.
+// It refuses sign-only data (lib/vending.rego) but not the guardrails'
+// headers, which no session policy carries.
 const wholePrefixPolicy = `package countersign.authz
 
-import data.countersign.lib.guardrails
+import data.countersign.lib.vending
 
 default allow := false
 
 allow if {
-	count(guardrails.deny) == 0
+	count(vending.deny) == 0
 	permit
 }
 

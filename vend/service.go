@@ -219,7 +219,7 @@ func (s *Service) decide(ctx context.Context, m *mint, a Access) ([]Grant, *Erro
 		if act := requiredAction[class]; need && !sc.covers(m.bucket, m.prefix, act) {
 			why := fmt.Sprintf("the policy does not allow %s on every key under it", act)
 			if w, inexact := sc.Inexact[act]; inexact {
-				why = fmt.Sprintf("the policy's scope for %s is not exact (%s), so it is decided request by request and never vended", act, w)
+				why = fmt.Sprintf("the policy's scope for %s is not exact (%s), so it is decided object by object and never vended", act, w)
 			}
 			return nil, refusal(http.StatusForbidden, fmt.Sprintf("access denied: %s credentials for %s: %s", a, m.location(), why))
 		}
