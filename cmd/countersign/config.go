@@ -76,7 +76,7 @@ func (c *AuditConfig) hmacKey() []byte {
 
 // KeysConfig holds the object-key rules.
 type KeysConfig struct {
-	// AllowUnsafe permits keys with empty, "." or ".." segments.
+	// AllowUnsafe permits keys with empty, "." or ".." segments or a '\'.
 	AllowUnsafe bool `yaml:"allow_unsafe"`
 }
 
