@@ -36,8 +36,9 @@ const accessDelegation = "X-Iceberg-Access-Delegation"
 // is the configured base path the request came in on ("" for the root);
 // the request-target is parsed, as received, from the request itself
 // (parseRequest): the path argument, the server's view of it, decides
-// nothing here.
-func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string) {
+// nothing here. v vends a table answer's credentials when the client asks
+// for them (nil never vends).
+func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
 	select {
 	case f.inflight <- struct{}{}:
 		defer func() { <-f.inflight }()
@@ -74,12 +75,15 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string) {
 			"countersign does not forward "+rt.OperationID()+" to the catalog: signing, and credential vending where configured, are served by countersign itself on their canonical routes", 0)
 		return
 	}
-	body := ctx.PostBody()
-	if len(body) > f.cfg.MaxRequestBytes {
-		writeError(ctx, http.StatusRequestEntityTooLarge, "BadRequestException",
-			"catalog request body is larger than the configured limit of "+strconv.Itoa(f.cfg.MaxRequestBytes)+" bytes (catalog.max_request_bytes)", 0)
+	// The bodies the front reads are read whole (body.go); the others
+	// stream to the catalog.
+	rb, refused := f.requestBody(ctx, changeOf(&rt, path).kind != changeNone)
+	if refused != nil {
+		writeError(ctx, refused.status, "BadRequestException", refused.msg, refused.retryAfter)
 		return
 	}
+	defer rb.close()
+	body := rb.whole
 	if op := rt.Op(); op == OpCreateTable || op == OpRegisterTable {
 		// createTable, registerTable: the table's name is in the body. The
 		// catalog may read another "name" than encoding/json would, and
@@ -94,15 +98,15 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string) {
 		return // a location the operator has not given (tablechange.go)
 	}
 	reqCtx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
-	req, err := http.NewRequestWithContext(reqCtx, method, f.upstreamURL(&rt).String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(reqCtx, method, f.upstreamURL(&rt).String(), rb.reader())
 	if err != nil {
 		cancel()
 		writeError(ctx, http.StatusBadRequest, "BadRequestException", "cannot forward this request: "+err.Error(), 0)
 		return
 	}
 	req.URL = f.upstreamURL(&rt)
-	req.ContentLength = int64(len(body))
-	if len(body) == 0 && !ctx.Request.Header.IsPost() && !ctx.Request.Header.IsPut() {
+	req.ContentLength = rb.length
+	if rb.length == 0 {
 		req.Body = http.NoBody
 	}
 	f.forwardHeaders(ctx, req)
@@ -149,7 +153,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string) {
 	}
 	var out []byte
 	if ok {
-		out, err = f.answer(ctx, &rt, data)
+		out, err = f.answer(ctx, &rt, data, v)
 	} else {
 		// An error answer is read too: in Iceberg's error model it is
 		// cleaned like any other; one that is not JSON goes on as it came.
@@ -209,7 +213,7 @@ func forwarding(name string) bool {
 }
 
 // answer applies the route's treatment to a 2xx answer body.
-func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte, error) {
+func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte, v Vendor) ([]byte, error) {
 	authz := ctx.Request.Header.Peek("Authorization")
 	token, haveToken := auth.TokenHash(authz)
 	sep := f.NamespaceSeparator()
@@ -246,8 +250,8 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte
 		if err := f.checkLocation(ctx, authz, table, loc); err != nil {
 			return nil, err
 		}
-		if f.vendor != nil && wantsVending(ctx.Request.Header.Peek(accessDelegation)) && loc != "" {
-			s.credentials = f.vend(ctx, authz, table, loc)
+		if v != nil && wantsVending(ctx.Request.Header.Peek(accessDelegation)) && loc != "" {
+			s.credentials = f.vend(v, authz, table, loc)
 		}
 		out, loc, err := rewriteTable(data, s)
 		if err != nil {
@@ -274,7 +278,7 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte) ([]byte
 
 // vend asks the Vendor for credentials; nil (sign instead) on refusal or
 // error.
-func (f *Front) vend(ctx *fasthttp.RequestCtx, authz []byte, table, loc string) []StorageCredential {
+func (f *Front) vend(v Vendor, authz []byte, table, loc string) []StorageCredential {
 	t, ok := f.parseTable(table)
 	if !ok {
 		return nil
@@ -282,7 +286,7 @@ func (f *Front) vend(ctx *fasthttp.RequestCtx, authz []byte, table, loc string) 
 	t.Location = loc
 	vctx, cancel := context.WithTimeout(context.Background(), f.cfg.ResponseTimeout)
 	defer cancel()
-	creds, err := f.vendor.VendTable(vctx, VendRequest{Authorization: authz, Table: t, Location: loc})
+	creds, err := v.VendTable(vctx, VendRequest{Authorization: authz, Table: t, Location: loc})
 	switch {
 	case errors.Is(err, ErrNotVendable):
 		return nil

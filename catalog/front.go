@@ -19,9 +19,6 @@ import (
 // Options configures a Front.
 type Options struct {
 	Config Config
-	// Vendor mints vended credentials where the policy allows; nil never
-	// vends (every table answer is remote signing).
-	Vendor Vendor
 	Log    *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -38,7 +35,6 @@ type Front struct {
 	upstream  *url.URL
 	public    *url.URL // nil: derived from each request
 	client    *http.Client
-	vendor    Vendor
 	log       *slog.Logger
 	locations *Locations
 	// locationPolicy decides which locations a table may have (nil: none
@@ -50,6 +46,9 @@ type Front struct {
 	// budget is the bytes of answers being read at once
 	// (catalog.answer_budget_bytes; see readAnswer).
 	budget *semaphore.Weighted
+	// bodies is the bytes of request bodies the front holds at once, to
+	// read them (heldBodies × catalog.max_request_bytes; see requestBody).
+	bodies *semaphore.Weighted
 	// separator is the namespace separator as it appears in paths (the
 	// catalog's namespace-separator, "%1F" by default).
 	separator atomic.Pointer[string]
@@ -109,10 +108,10 @@ func New(o Options) (*Front, error) {
 			// Redirects go back to the client as the catalog sent them.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		vendor:         o.Vendor,
 		log:            log,
 		inflight:       make(chan struct{}, cfg.MaxConcurrency),
 		budget:         semaphore.NewWeighted(cfg.AnswerBudgetBytes),
+		bodies:         semaphore.NewWeighted(heldBodies * int64(cfg.MaxRequestBytes)),
 		locationPolicy: o.Locations,
 	}
 	sep := DefaultNamespaceSeparator

@@ -3,22 +3,33 @@ package catalog
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
+// testVendors is the Vendor each test's front was made with (newFront):
+// the server hands the front one per request; these tests, the same one
+// to every request.
+var testVendors sync.Map // *Front → Vendor
+
 // serveFront serves f on a loopback port the way server.Server hands it
-// paths (no base path) and returns its base URI.
+// paths (no base path), with the Vendor newFront was given, and returns
+// its base URI.
 func serveFront(t *testing.T, f *Front) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var v Vendor
+	if x, ok := testVendors.Load(f); ok {
+		v = x.(Vendor)
+	}
 	srv := &fasthttp.Server{
-		Handler:           func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "") },
+		Handler:           func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", v) },
 		StreamRequestBody: false,
 		ReadTimeout:       10 * time.Second,
 	}
@@ -29,9 +40,13 @@ func serveFront(t *testing.T, f *Front) string {
 
 func newFront(t *testing.T, cfg Config, vendor Vendor) *Front {
 	t.Helper()
-	f, err := New(Options{Config: cfg, Vendor: vendor})
+	f, err := New(Options{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if vendor != nil {
+		testVendors.Store(f, vendor)
+		t.Cleanup(func() { testVendors.Delete(f) })
 	}
 	return f
 }

@@ -3,18 +3,23 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/countersign/countersign/catalog"
+	"github.com/countersign/countersign/vend"
 )
 
 // CatalogFront serves the Iceberg REST catalog routes countersign does not
 // own by forwarding them to the upstream catalog (implemented by
 // *catalog.Front). path is the raw path after the base path it came in
-// on, base that base path.
+// on, base that base path. v vends a table answer's credentials when the
+// client asks for them; nil never vends.
 type CatalogFront interface {
-	Serve(ctx *fasthttp.RequestCtx, path, base string)
+	Serve(ctx *fasthttp.RequestCtx, path, base string, v catalog.Vendor)
 }
 
 // TableLocator gives the location of the table a per-table sign request
@@ -42,8 +47,72 @@ func (s *Server) serveCatalog(ctx *fasthttp.RequestCtx, path string) bool {
 			base = b
 		}
 	}
-	f.Serve(ctx, path[len(base):], base)
+	if s.handler.stages.Vendor == nil {
+		f.Serve(ctx, path[len(base):], base, nil)
+	} else {
+		v := &frontVendor{s: s, ctx: ctx}
+		f.Serve(ctx, path[len(base):], base, v)
+		if v.requestID != "" {
+			// The id of the mint's record (or refusal's), on the answer.
+			ctx.Response.Header.Set("X-Request-Id", v.requestID)
+		}
+	}
+	if ctx.Response.StatusCode() == http.StatusRequestEntityTooLarge {
+		if c := connOf(ctx.Conn()); c != nil {
+			c.linger.Store(true) // the body is unread: the client reads the answer, not a reset
+		}
+	}
 	return true
+}
+
+// frontVendor vends the credentials of one loadTable answer the catalog
+// front forwards (catalog.Vendor): admitted, decided, recorded and
+// refused exactly as the credentials route's (admitVend, vend.Service.Mint,
+// recordVendRefusal), with the request's source address and id. A mint
+// not admitted or refused leaves the answer with remote signing.
+type frontVendor struct {
+	s         *Server
+	ctx       *fasthttp.RequestCtx
+	requestID string // set once a mint was asked for
+}
+
+// VendTable implements catalog.Vendor.
+func (v *frontVendor) VendTable(ctx context.Context, r catalog.VendRequest) ([]catalog.StorageCredential, error) {
+	h := v.s.handler
+	t := r.Table
+	req := &vend.Request{Table: &t, Location: r.Location}
+	if r.ReadOnly {
+		req.Access = vend.Read
+	}
+	req.SourceIP, req.RequestID = callerIDs(v.ctx)
+	v.requestID = req.RequestID
+	stageCtx, cancel := context.WithTimeout(ctx, h.opts.RequestTimeout)
+	defer cancel()
+	release, no := v.s.admitVend(stageCtx, v.ctx, req)
+	if no != nil {
+		status, msg, _ := h.recordVendRefusal(req, no.status, no.msg, no.retryAfter)
+		return nil, vendErr(&vend.Error{Status: status, Msg: msg})
+	}
+	defer release()
+	c, err := h.stages.Vendor.Mint(stageCtx, req)
+	if err != nil {
+		var e *vend.Error
+		if errors.As(err, &e) {
+			return nil, vendErr(e)
+		}
+		return nil, err
+	}
+	return []catalog.StorageCredential{{Prefix: c.Location, Config: vend.IcebergConfig(c, h.opts.Vending.Region, h.opts.Vending.Endpoint)}}, nil
+}
+
+// vendErr is a refused mint as the front takes it: a refusal of the
+// caller is catalog.ErrNotVendable (signed instead, nothing to log); the
+// server's own failure is an error of its own.
+func vendErr(e *vend.Error) error {
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusInternalServerError {
+		return errors.New("vending for the catalog's table answer: " + e.Msg)
+	}
+	return fmt.Errorf("%w: %s", catalog.ErrNotVendable, e.Msg)
 }
 
 // namespaceSeparator is the separator the sign routes split namespaces by.

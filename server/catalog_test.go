@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/countersign/countersign/catalog"
 )
 
 // fakeTables stands in for *catalog.Front's TableLocator side (the real
@@ -41,7 +43,7 @@ func (f *fakeTables) NamespaceSeparator() string { return f.sep }
 
 type fakeFront struct{ path, base string }
 
-func (f *fakeFront) Serve(ctx *fasthttp.RequestCtx, path, base string) {
+func (f *fakeFront) Serve(ctx *fasthttp.RequestCtx, path, base string, _ catalog.Vendor) {
 	f.path, f.base = path, base
 	ctx.SetStatusCode(299)
 }

@@ -6,6 +6,7 @@ package server
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -44,11 +45,12 @@ type Config struct {
 	// TLS, when set, serves HTTPS. The server wraps the listener itself so
 	// that its connection handling sits beneath TLS, on the socket.
 	TLS *tls.Config
-	// MaxCatalogBodyBytes is the catalog front's request body limit
-	// (catalog.max_request_bytes), when it is larger than MaxBodyBytes:
-	// the listener reads bodies up to it, and sign requests stay bounded
-	// by MaxBodyBytes.
-	MaxCatalogBodyBytes int
+	// StreamBodies, set with a catalog front, hands request bodies to the
+	// routes unread: every route countersign serves itself reads at most
+	// MaxBodyBytes of one, and the front streams a forwarded route's body
+	// to the catalog under its own limit (catalog.max_request_bytes). No
+	// body is read whole before its route is known.
+	StreamBodies bool
 	// LingerTimeout and LingerBytes bound the lingering close after an
 	// answer given before the whole request was read (413, 431): how long,
 	// and how many bytes, the rest of the request is read and discarded so
@@ -128,7 +130,8 @@ func New(h *Handler, cfg Config, ready ...ReadinessCheck) *Server {
 		Name:               "countersign",
 		Handler:            s.serve,
 		ErrorHandler:       s.serveTransportError,
-		MaxRequestBodySize: max(cfg.MaxBodyBytes, cfg.MaxCatalogBodyBytes),
+		MaxRequestBodySize: cfg.MaxBodyBytes,
+		StreamRequestBody:  cfg.StreamBodies,
 		ReadTimeout:        cfg.ReadTimeout,
 		WriteTimeout:       cfg.WriteTimeout,
 		IdleTimeout:        cfg.IdleTimeout,
@@ -262,7 +265,7 @@ func (s *Server) serveSignRoute(ctx *fasthttp.RequestCtx, rt route) {
 		ctx.Response.Header.Set("Allow", "POST")
 		return
 	}
-	if len(ctx.PostBody()) > s.cfg.MaxBodyBytes { // possible only with a catalog front's larger limit
+	if !s.boundBody(ctx) { // possible only with streamed bodies (a catalog front)
 		s.handler.serveRefused(ctx, rt, http.StatusRequestEntityTooLarge, "sign request body is larger than the configured limit of "+strconv.Itoa(s.cfg.MaxBodyBytes)+" bytes", 0)
 		return
 	}
@@ -275,6 +278,42 @@ func (s *Server) serveSignRoute(ctx *fasthttp.RequestCtx, rt route) {
 		return
 	}
 	s.handler.serveSign(ctx, rt)
+}
+
+// boundBody reads a streamed request body whole when it is at most
+// MaxBodyBytes, for the routes countersign serves itself; false (nothing
+// more read, the connection closed after the answer) when it is larger,
+// or broke off. Without streaming fasthttp has read it within that limit.
+func (s *Server) boundBody(ctx *fasthttp.RequestCtx) bool {
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return len(ctx.PostBody()) <= s.cfg.MaxBodyBytes
+	}
+	limit := s.cfg.MaxBodyBytes
+	n := ctx.Request.Header.ContentLength()
+	var body []byte
+	switch {
+	case n > limit:
+	case n >= 0:
+		body = make([]byte, n)
+		if _, err := io.ReadFull(stream, body); err != nil {
+			body = nil
+		}
+	default: // chunked
+		b, err := io.ReadAll(io.LimitReader(stream, int64(limit)+1))
+		if err == nil && len(b) <= limit {
+			body = b
+		}
+	}
+	if body == nil {
+		ctx.SetConnectionClose()
+		if c := connOf(ctx.Conn()); c != nil {
+			c.linger.Store(true) // the client reads the answer, not a reset
+		}
+		return false
+	}
+	ctx.Request.SetBodyRaw(body)
+	return true
 }
 
 func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {

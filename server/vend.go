@@ -62,9 +62,9 @@ func matchVendRoute(rawPath string, basePaths []string, sep string) (vendRoute, 
 	return vendRoute{}, false
 }
 
-// serveVend answers a credentials request: authenticate as the sign
-// routes do, then mint (vend decides and records), then answer in the
-// route's own model.
+// serveVend answers a credentials request: admit it as every mint is
+// admitted (admitVend), then mint (vend decides and records), then answer
+// in the route's own model.
 func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 	h := s.handler
 	req := &vend.Request{Table: vr.table}
@@ -84,43 +84,23 @@ func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 		ctx.Response.Header.Set("Allow", method)
 		return
 	}
-	select {
-	case s.inflight <- struct{}{}:
-		defer func() { <-s.inflight }()
-	default:
-		h.refuseVend(ctx, vr, req, http.StatusServiceUnavailable,
-			"countersign is serving its limit of "+strconv.Itoa(cap(s.inflight))+" requests at once (limits.max_concurrency)", 1)
+	if !s.boundBody(ctx) {
+		h.refuseVend(ctx, vr, req, http.StatusRequestEntityTooLarge, "request body is larger than the configured limit of "+strconv.Itoa(s.cfg.MaxBodyBytes)+" bytes", 0)
 		return
 	}
 	stageCtx, cancel := context.WithTimeout(context.Background(), h.opts.RequestTimeout)
 	defer cancel()
-
-	authz, single := authorization(ctx)
-	if !single {
-		h.refuseVend(ctx, vr, req, http.StatusBadRequest, errTwoAuthorizations, 0)
+	release, no := s.admitVend(stageCtx, ctx, req)
+	if no != nil {
+		h.refuseVend(ctx, vr, req, no.status, no.msg, no.retryAfter)
 		return
 	}
-	id, err := h.stages.Authenticator.Authenticate(stageCtx, authz, peerCertificates(ctx))
-	if err != nil {
-		var c call
-		h.refuseAuth(&c, err)
-		h.refuseVend(ctx, vr, req, c.status, c.msg, c.retryAfter)
-		return
-	}
-	req.Identity = id
-	if cc := connOf(ctx.Conn()); cc != nil {
-		cc.markAuthenticated()
-	}
-	if h.limiter != nil {
-		if wait, ok := h.limiter.allow(id.Principal.ID); !ok {
-			h.refuseVend(ctx, vr, req, http.StatusTooManyRequests, "rate limit exceeded for principal "+strconv.Quote(id.Principal.ID), wait)
-			return
-		}
-	}
+	defer release()
 	if vr.table != nil && h.opts.Tables != nil {
 		// With a catalog front, the table's location is the catalog's, as
 		// it answers this caller; a caller it refuses gets nothing.
-		loc, err := h.opts.Tables.Locate(stageCtx, id.TokenHash, authz, vr.tablePath)
+		authz, _ := authorization(ctx)
+		loc, err := h.opts.Tables.Locate(stageCtx, req.Identity.TokenHash, authz, vr.tablePath)
 		if err != nil {
 			var r interface{ Retryable() bool }
 			if errors.As(err, &r) && r.Retryable() {
@@ -160,9 +140,67 @@ func (s *Server) serveVend(ctx *fasthttp.RequestCtx, vr vendRoute) {
 	ctx.SetBody(icebergAnswer(creds, h.opts.Vending))
 }
 
+// vendRefusal is why a mint was not admitted: its answer, not yet
+// recorded.
+type vendRefusal struct {
+	status     int
+	msg        string
+	retryAfter int
+}
+
+// admitVend admits a credential mint, whichever route asks for it (the
+// credentials routes, or a loadTable answer through the catalog front):
+// a request slot (limits.max_concurrency, shared with the sign routes),
+// authentication as the sign routes do it, and the principal's rate
+// limit. Admitted, req.Identity is set and release frees the slot; refused,
+// nothing is held and the refusal is for the caller to record
+// (recordVendRefusal) and answer.
+func (s *Server) admitVend(stageCtx context.Context, ctx *fasthttp.RequestCtx, req *vend.Request) (release func(), no *vendRefusal) {
+	h := s.handler
+	select {
+	case s.inflight <- struct{}{}:
+	default:
+		return nil, &vendRefusal{http.StatusServiceUnavailable,
+			"countersign is serving its limit of " + strconv.Itoa(cap(s.inflight)) + " requests at once (limits.max_concurrency)", 1}
+	}
+	release = func() { <-s.inflight }
+	authz, single := authorization(ctx)
+	if !single {
+		release()
+		return nil, &vendRefusal{http.StatusBadRequest, errTwoAuthorizations, 0}
+	}
+	id, err := h.stages.Authenticator.Authenticate(stageCtx, authz, peerCertificates(ctx))
+	if err != nil {
+		release()
+		var c call
+		h.refuseAuth(&c, err)
+		return nil, &vendRefusal{c.status, c.msg, c.retryAfter}
+	}
+	req.Identity = id
+	if cc := connOf(ctx.Conn()); cc != nil {
+		cc.markAuthenticated()
+	}
+	if h.limiter != nil {
+		if wait, ok := h.limiter.allow(id.Principal.ID); !ok {
+			release()
+			return nil, &vendRefusal{http.StatusTooManyRequests, "rate limit exceeded for principal " + strconv.Quote(id.Principal.ID), wait}
+		}
+	}
+	return release, nil
+}
+
 // refuseVend records a credentials request refused before it was decided
 // and answers it.
 func (h *Handler) refuseVend(ctx *fasthttp.RequestCtx, vr vendRoute, req *vend.Request, status int, msg string, retryAfter int) {
+	status, msg, retryAfter = h.recordVendRefusal(req, status, msg, retryAfter)
+	writeVendError(ctx, vr.api, status, msg, retryAfter)
+}
+
+// recordVendRefusal records a mint refused before it was decided, and
+// returns the answer to give: the refusal, 429 past the source's limit
+// of refusals before authentication (counted, not recorded), or 503 when
+// the audit log cannot record it.
+func (h *Handler) recordVendRefusal(req *vend.Request, status int, msg string, retryAfter int) (int, string, int) {
 	// Refusals before authentication share the sign routes' per-source
 	// limit: past it they are answered 429 and counted, not recorded.
 	if req.Identity == nil && status >= 400 && status < 500 && status != http.StatusTooManyRequests {
@@ -176,15 +214,14 @@ func (h *Handler) refuseVend(ctx *fasthttp.RequestCtx, vr vendRoute, req *vend.R
 			if m := h.opts.Metrics; m != nil {
 				m.RefusalsSuppressed.Inc()
 			}
-			writeVendError(ctx, vr.api, http.StatusTooManyRequests, "too many refused requests from "+req.SourceIP+" (limits.refusal_limit); "+msg, wait)
-			return
+			return http.StatusTooManyRequests, "too many refused requests from " + req.SourceIP + " (limits.refusal_limit); " + msg, wait
 		}
 	}
 	if err := h.stages.Vendor.Refused(context.Background(), req, status, msg); err != nil {
 		h.log.Error("audit log unavailable; refusing to vend", "err", err, "request_id", req.RequestID)
-		status, msg, retryAfter = http.StatusServiceUnavailable, "audit log unavailable; nothing was vended", 1
+		return http.StatusServiceUnavailable, "audit log unavailable; nothing was vended", 1
 	}
-	writeVendError(ctx, vr.api, status, msg, retryAfter)
+	return status, msg, retryAfter
 }
 
 // decodeUnityRequest reads GenerateTemporaryPathCredential: url and

@@ -186,10 +186,9 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 	}
 	srvCfg := cfg.Limits.serverConfig(tlsConfig)
 	if cfg.Catalog.Enabled() {
+		// A loadTable answer's vended credentials are admitted, minted and
+		// recorded by the server, as its credentials routes' are.
 		co := catalog.Options{Config: cfg.Catalog, Log: log, Locations: pm}
-		if vendor != nil {
-			co.Vendor = &vend.CatalogVendor{Service: vendor, Authenticator: authn, Region: cfg.Vending.Region, Endpoint: cfg.Vending.Endpoint}
-		}
 		front, err := catalog.New(co)
 		if err != nil {
 			return nil, nil, fmt.Errorf("config catalog: %w", err)
@@ -202,10 +201,7 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 		}
 		log.Info("catalog front", "upstream", front.Upstream(), "namespace_separator", front.NamespaceSeparator())
 		opts.Catalog, opts.Tables = front, front
-		srvCfg.MaxCatalogBodyBytes = cfg.Catalog.MaxRequestBytes
-		if srvCfg.MaxCatalogBodyBytes <= 0 {
-			srvCfg.MaxCatalogBodyBytes = catalog.DefaultMaxRequestBytes
-		}
+		srvCfg.StreamBodies = true
 	}
 	h, err := server.NewHandler(stages, opts, log)
 	if err != nil {
