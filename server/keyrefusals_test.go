@@ -81,3 +81,23 @@ func TestKeySyntaxRefusedAndRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteNamesWithoutC1: a table, namespace or prefix in a sign or
+// credentials route holds no C1 control character (U+0080 to U+009F),
+// as it holds no C0 one: no route matches, 404. U+00A0 is no control.
+func TestRouteNamesWithoutC1(t *testing.T) {
+	for _, p := range []string{
+		"/v1/namespaces/db/tables/t%C2%85/sign", "/v1/namespaces/db%C2%80/tables/t/sign",
+		"/v1/p%C2%9F/namespaces/db/tables/t/sign", "/v1/namespaces/db/tables/t%C2%85/credentials",
+	} {
+		if _, ok := matchSignRoute(p, []string{""}, "\x1f"); ok {
+			t.Errorf("%s matched a sign route", p)
+		}
+		if _, ok := matchVendRoute(p, []string{""}, "\x1f"); ok {
+			t.Errorf("%s matched a credentials route", p)
+		}
+	}
+	if r, ok := matchSignRoute("/v1/namespaces/db/tables/t%C2%A0/sign", []string{""}, "\x1f"); !ok || r.table.Name != "t\u00a0" {
+		t.Errorf("U+00A0 in a table name: %+v %v", r, ok)
+	}
+}

@@ -106,7 +106,7 @@ func matchTablePath(p, verb, name, sep string) (route, bool) {
 }
 
 // unescapeSegment percent-decodes one path segment. Invalid escapes, invalid
-// UTF-8 and control characters are refused, except the namespace
+// UTF-8 and control characters (C0, DEL, C1) are refused, except the namespace
 // separator (U+001F) where levels are joined (namespace is true): a
 // table's name or a prefix holds none. An encoded '/' is kept: segments
 // were split before decoding.
@@ -135,6 +135,11 @@ func unescapeSegment(s string, namespace bool) (string, bool) {
 	}
 	if !utf8.Valid(b) {
 		return "", false
+	}
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == 0xc2 && b[i+1] < 0xa0 { // C1 controls, U+0080 to U+009F
+			return "", false
+		}
 	}
 	return string(b), true
 }
