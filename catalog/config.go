@@ -36,7 +36,8 @@ type Config struct {
 	// (default 2m).
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxRequestBytes caps a forwarded request body (default 16 MiB; 413
-	// beyond it).
+	// beyond it). Bodies stream to the catalog; the ones the front reads
+	// are held under a budget of four this size (body.go).
 	MaxRequestBytes int `yaml:"max_request_bytes"`
 	// MaxResponseBytes caps an upstream answer the front reads to rewrite
 	// or inspect (every answer but those whose schema cannot carry a
