@@ -295,8 +295,10 @@ func listRoute(target string) bool {
 
 // TestCatalogFrontEncodedSlashSeaweedFS: SeaweedFS's catalog decodes %2F
 // before it routes, so /v1/lake/namespaces/db%2Ftables%2Fsecret is
-// loadTable(db.secret) there; through the front it is refused and no
-// credential reaches the caller. Read answers are not cacheable.
+// loadTable(db.secret) there (with its vended credentials where it vends);
+// the front streamed that answer unread as a namespace's. Now it is
+// refused, and no table answer or credential reaches the caller. Read
+// answers are not cacheable.
 func TestCatalogFrontEncodedSlashSeaweedFS(t *testing.T) {
 	f := startCatalogFront(t)
 	front, direct, tok := f.cs.url, f.direct, f.token
@@ -308,7 +310,9 @@ func TestCatalogFrontEncodedSlashSeaweedFS(t *testing.T) {
 	}
 	const target = "/v1/lake/namespaces/db%2Ftables%2Fsecret"
 	dst, _, db := rawCall(t, direct, "GET", target, tok, "X-Iceberg-Access-Delegation", "vended-credentials")
-	t.Logf("SeaweedFS directly: %d %.300s", dst, db)
+	if dst != 200 || !bytes.Contains(db, []byte(`"metadata"`)) {
+		t.Fatalf("SeaweedFS no longer answers %s with loadTable(db.secret): %d %s", target, dst, db)
+	}
 	st, _, b := rawCall(t, front, "GET", target, tok, "X-Iceberg-Access-Delegation", "vended-credentials")
 	if st != 400 || credentialIn(b) != "" || bytes.Contains(b, []byte(`"metadata"`)) {
 		t.Fatalf("through the front: %d %s", st, b)
