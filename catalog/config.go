@@ -21,8 +21,10 @@ type Config struct {
 	Upstream string `yaml:"upstream"`
 	// PublicURL is countersign's own base URI as engines reach it (the
 	// catalog uri they are given), written into table answers as the
-	// signer URI. Default: the scheme of the listener and the request's
-	// Host header, plus the base path the request came in on.
+	// signer URI. Default: the scheme and local address of the listener
+	// the request arrived on, plus the configured base path it came in on;
+	// never the caller's Host header, which the caller writes. Set it
+	// whenever engines reach countersign by another name.
 	PublicURL string `yaml:"public_url"`
 	// TLS configures the connection to an https upstream.
 	TLS UpstreamTLS `yaml:"tls"`

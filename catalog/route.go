@@ -213,7 +213,7 @@ func (r *Route) OperationID() string { return r.spec.name }
 // Method is the route's HTTP method.
 func (r *Route) Method() string { return r.spec.method }
 
-// Table reports whether the route names one table by path.
+// hasTable reports whether the route names one table by path.
 func (r *Route) hasTable() bool { return strings.Contains(r.spec.path, "{table}") }
 
 // RouteError is a request-target the front does not forward: Status is
