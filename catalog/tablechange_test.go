@@ -250,3 +250,78 @@ func TestFrontRefusesOverlappingTables(t *testing.T) {
 		t.Fatalf("load copy after t was dropped: %d %s", st, b)
 	}
 }
+
+// FuzzTableChange: whatever the body of a commit, decideTableChange never
+// panics, and a body that strict JSON readers read as carrying a
+// set-location update (member names and action in any letter case) is
+// never let through.
+func FuzzTableChange(f *testing.F) {
+	for _, s := range []string{
+		`{"updates":[{"action":"set-location","location":"s3://lake"}]}`,
+		`{"UPDATES":[{"Action":"SET-LOCATION","location":"s3://lake"}]}`,
+		`{"updates":[{"action":"set-properties","updates":{"location":"s3://lake"}}]}`,
+		`{"updates":{"action":"set-location"}}`,
+		`{"updates":[],"updates":[{"action":"set-location"}]}`,
+		`{"table-changes":[{"updates":[{"action":"set-location","location":"s3://x"}]}]}`,
+		`{"updates":[{"action":"set-location","action":"add-snapshot"}]}`,
+		`{"updates":[{"action":"set-\u006cocation"}]}`,
+		`[]`, ``, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	fr, err := New(Options{Config: Config{Upstream: "http://127.0.0.1:1"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, kind := range []changeKind{changeCommit, changeTransaction} {
+			st, _ := fr.decideTableChange(context.Background(), tableChange{kind: kind, what: "t"}, nil, body)
+			if st != 0 || checkStrict(body) != nil {
+				continue
+			}
+			var doc any
+			if json.Unmarshal(body, &doc) != nil {
+				continue
+			}
+			if kind == changeCommit && hasSetLocation(doc) {
+				t.Fatalf("commit %s let through", body)
+			}
+			if m, ok := doc.(map[string]any); ok && kind == changeTransaction {
+				for k, v := range m {
+					if !strings.EqualFold(k, "table-changes") {
+						continue
+					}
+					for _, ch := range v.([]any) {
+						if hasSetLocation(ch) {
+							t.Fatalf("transaction %s let through", body)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// hasSetLocation is the fuzz oracle: an "updates" member (any case) whose
+// elements have an "action" member (any case) folding to set-location.
+func hasSetLocation(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, u := range m {
+		if !strings.EqualFold(k, "updates") {
+			continue
+		}
+		list, _ := u.([]any)
+		for _, e := range list {
+			em, _ := e.(map[string]any)
+			for ak, a := range em {
+				if s, ok := a.(string); ok && strings.EqualFold(ak, "action") && strings.EqualFold(s, "set-location") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

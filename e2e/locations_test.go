@@ -26,7 +26,7 @@ func TestCatalogLocationOnlyNarrowsSeaweedFS(t *testing.T) {
 	weed := cat.Weed
 	ad := newAuditDir(t)
 	cfg, env := cat.Config(t, testsupport.CountersignConfig{
-		Audit: ad, NodeID: "e2e", Policy: testsupport.CatalogTablePolicy, PolicyLib: true, PathOnly: true,
+		Audit: ad, NodeID: "e2e", Policy: vendableCatalogPolicy, PolicyLib: true, PathOnly: true,
 		PolicyData: `{"countersign": {"table_roots": {"lake": "s3://lake/"}, "tables": {"lake/db/cards": {"sign_only": true}}}}`,
 		Upstream:   weed.IcebergURL,
 		Extra: fmt.Sprintf(`vending:
