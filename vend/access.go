@@ -3,7 +3,6 @@ package vend
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/countersign/countersign/s3req"
 )
@@ -71,26 +70,20 @@ func splitLocation(loc string) (bucket, prefix string, err error) {
 	if err := s3req.CheckBucket(bucket); err != nil {
 		return "", "", fmt.Errorf("location %q: %v", loc, err)
 	}
-	if !utf8.ValidString(prefix) {
-		return "", "", fmt.Errorf("location %q is not valid UTF-8", loc)
-	}
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	if strings.Contains(prefix, "//") || strings.HasPrefix(prefix, "/") {
-		return "", "", fmt.Errorf("location %q has an empty path segment", loc)
-	}
-	for seg := range strings.SplitSeq(strings.TrimSuffix(prefix, "/"), "/") {
-		if seg == "." || seg == ".." {
-			// The sign route refuses such keys (s3req), and servers that
-			// clean paths would read another prefix than the one decided.
-			return "", "", fmt.Errorf("location %q has a %q path segment", loc, seg)
+	// The sign routes' key rules (s3req), so that no credential names a
+	// prefix they would refuse: valid UTF-8 without control characters
+	// (C0, DEL, C1), no '\' (SeaweedFS reads it as '/'), no empty, "."
+	// or ".." segment (servers that clean paths would read another prefix
+	// than the one decided).
+	if prefix != "" {
+		if err := s3req.CheckPrefix(prefix, fmt.Sprintf("location %q: prefix", loc)); err != nil {
+			return "", "", err
 		}
 	}
 	for i := 0; i < len(prefix); i++ {
-		if c := prefix[i]; c < 0x20 || c == 0x7f {
-			return "", "", fmt.Errorf("location %q contains the control character %q, which a session policy cannot name exactly", loc, c)
-		}
 		if c := prefix[i]; strings.IndexByte(metachars, c) >= 0 {
 			return "", "", fmt.Errorf("location %q contains %q, which IAM reads as a wildcard or a policy variable: a session policy cannot name this prefix exactly (an STS need not honour IAM's escape for it), so no credentials are minted for it", loc, c)
 		}

@@ -3,6 +3,7 @@ package vend
 import (
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/countersign/countersign/s3req"
 )
@@ -22,7 +23,8 @@ func FuzzSplitLocation(f *testing.F) {
 		if s3req.CheckBucket(b) != nil {
 			t.Fatalf("%q: bucket %q", loc, b)
 		}
-		if p != "" && (!strings.HasSuffix(p, "/") || strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.ContainsAny(p, "*?")) {
+		if p != "" && (!strings.HasSuffix(p, "/") || strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.ContainsAny(p, "*?$\\") ||
+			strings.IndexFunc(p, unicode.IsControl) >= 0) {
 			t.Fatalf("%q: prefix %q", loc, p)
 		}
 		for _, seg := range strings.Split(p, "/") {
