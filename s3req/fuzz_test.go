@@ -76,7 +76,7 @@ func FuzzClassify(f *testing.F) {
 		}
 		// An accepted copy source has exactly one spelling: the canonical
 		// encoding of what was decided, nothing SigV4 or HTTP would trim,
-		// collapse or split.
+		// collapse or split, and every modelled server reads it as decided.
 		for _, tg := range r.Targets {
 			if tg.Role != "copy-source" {
 				continue
@@ -87,6 +87,9 @@ func FuzzClassify(f *testing.F) {
 			}
 			if strings.TrimPrefix(copySrc, "/") != canon || strings.ContainsAny(copySrc, " \t,") {
 				t.Fatalf("copy source %q accepted as %q", copySrc, canon)
+			}
+			if err := readersAgree(copySrc, tg.Bucket, tg.Key, tg.VersionID); err != nil {
+				t.Fatal(err)
 			}
 		}
 		// A custom endpoint decides a bucket from the host only under the
