@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/countersign/countersign/policy"
 )
 
 // knownTables is the location of every table the front has seen, by the
-// table's canonical path, whoever asked: a location that contains or lies
+// table's identity (decoded prefix, namespace levels and name: every
+// spelling of its path is one table), whoever asked: a location that contains or lies
 // inside another known table's is refused (tablechange.go), so that no
 // table's route or credentials reach another table's objects, also where
 // the operator's data gives only a root. Bounded like Locations (the
@@ -25,12 +28,24 @@ import (
 // has (404) is forgotten, a new location replaces the old.
 type knownTables struct {
 	mu     sync.Mutex
-	tables *lru.Cache[string, policy.Location]
+	tables *lru.Cache[string, knownTable]
+}
+
+// knownTable is a table's location, and a path to ask the catalog about
+// it again.
+type knownTable struct {
+	loc  policy.Location
+	path string
 }
 
 func newKnownTables(size int) *knownTables {
-	c, _ := lru.New[string, policy.Location](size) // size > 0 after setDefaults
+	c, _ := lru.New[string, knownTable](size) // size > 0 after setDefaults
 	return &knownTables{tables: c}
+}
+
+// tableKey is a table's identity as a map key.
+func tableKey(t policyinput.Table) string {
+	return t.Prefix + "\x00" + strings.Join(t.Namespace, "\x1f") + "\x00" + t.Name
 }
 
 // overlapError is a location that contains or lies inside another known
@@ -47,35 +62,36 @@ func (e *overlapError) Error() string {
 // admit records table at loc (add) or only checks it, unless loc
 // overlaps another known table's location; recheck asks the catalog again
 // for another table's location ("" and nil: the catalog no longer has it).
-func (k *knownTables) admit(ctx context.Context, table, loc string, add bool, recheck func(ctx context.Context, table string) (string, error)) error {
+// table is the table's identity (tableKey), path a path of it.
+func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bool, recheck func(ctx context.Context, path string) (string, error)) error {
 	l, ok := policy.ParseLocation(loc)
 	if !ok {
 		return fmt.Errorf("the location %s is not an s3:// location", loc)
 	}
-	if cur, ok := k.tables.Get(table); ok && cur == l {
+	if cur, ok := k.tables.Get(table); ok && cur.loc == l {
 		return nil // known, unchanged: checked when it was admitted
 	}
 	for range 4 { // a few rechecks; a catalog that keeps moving tables is refused
 		k.mu.Lock()
-		other, otherLoc, clash := k.conflict(table, l)
+		other, known, clash := k.conflict(table, l)
 		if !clash {
 			if add {
-				k.tables.Add(table, l)
+				k.tables.Add(table, knownTable{l, path})
 			}
 			k.mu.Unlock()
 			return nil
 		}
 		k.mu.Unlock()
-		now, err := recheck(ctx, other)
+		now, err := recheck(ctx, known.path)
 		nl, moved := policy.ParseLocation(now)
-		if err != nil || moved && nl == otherLoc {
+		if err != nil || moved && nl == known.loc {
 			// The other table is still there (or cannot be asked about).
-			return &overlapError{loc: loc, other: other, otherLoc: otherLoc.String()}
+			return &overlapError{loc: loc, other: known.path, otherLoc: known.loc.String()}
 		}
 		k.mu.Lock()
-		if cur, ok := k.tables.Peek(other); ok && cur == otherLoc {
+		if cur, ok := k.tables.Peek(other); ok && cur == known {
 			if moved {
-				k.tables.Add(other, nl)
+				k.tables.Add(other, knownTable{nl, known.path})
 			} else {
 				k.tables.Remove(other) // the catalog no longer has it
 			}
@@ -86,17 +102,17 @@ func (k *knownTables) admit(ctx context.Context, table, loc string, add bool, re
 }
 
 // conflict is a known table other than table whose location overlaps l.
-func (k *knownTables) conflict(table string, l policy.Location) (string, policy.Location, bool) {
+func (k *knownTables) conflict(table string, l policy.Location) (string, knownTable, bool) {
 	for _, other := range k.tables.Keys() {
 		o, ok := k.tables.Peek(other)
 		if !ok || other == table {
 			continue
 		}
-		if l.Within(o) || o.Within(l) {
+		if l.Within(o.loc) || o.loc.Within(l) {
 			return other, o, true
 		}
 	}
-	return "", policy.Location{}, false
+	return "", knownTable{}, false
 }
 
 // recheckWith asks the catalog for a table's location with the caller's

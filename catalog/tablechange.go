@@ -176,7 +176,7 @@ func (f *Front) decideTableChange(ctx context.Context, c tableChange, authorizat
 				if err == nil {
 					tr := c.rt.tableRoute(t.Name)
 					table := tr.escapedPath(f.NamespaceSeparator())
-					if err = f.known.admit(ctx, table, loc, false, f.recheckWith(authorization)); err != nil {
+					if err = f.known.admit(ctx, tableKey(t), table, loc, false, f.recheckWith(authorization)); err != nil {
 						f.logOverlap(table, err)
 					}
 				}
@@ -246,16 +246,16 @@ func membersFold(m map[string]json.RawMessage, name string) []json.RawMessage {
 // another table's the front knows (knownTables; authorization asks the
 // catalog again about that table).
 func (f *Front) checkLocation(ctx context.Context, authorization []byte, table, loc string) error {
+	t, ok := f.parseTable(table)
+	if !ok {
+		return &LocationRefusedError{Table: truncate(table), Err: errors.New("the table's path does not name a table")}
+	}
 	if f.locationPolicy != nil {
-		t, ok := f.parseTable(table)
-		if !ok {
-			return &LocationRefusedError{Table: truncate(table), Err: errors.New("the table's path does not name a table")}
-		}
 		if err := f.locationPolicy.CheckTableLocation(ctx, &t, loc); err != nil {
 			return &LocationRefusedError{Table: truncate(table), Err: err}
 		}
 	}
-	if err := f.known.admit(ctx, table, loc, true, f.recheckWith(authorization)); err != nil {
+	if err := f.known.admit(ctx, tableKey(t), table, loc, true, f.recheckWith(authorization)); err != nil {
 		f.logOverlap(table, err)
 		return &LocationRefusedError{Table: truncate(table), Err: err}
 	}
