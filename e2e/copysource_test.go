@@ -12,6 +12,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/countersign/countersign/testsupport"
 )
 
 // TestCopySourceWhitespaceBypass is the regression test for a
@@ -200,7 +203,11 @@ func TestCopySourceDifferential(t *testing.T) {
 
 func copySourceDifferential(t *testing.T, b backend) {
 	srv := b.start(t)
+	if b.name == testsupport.Versitygw {
+		srv = &s3Server{servers.StartS3Versioned(t)} // for the versioned bucket below
+	}
 	srv.CreateBucket(t, "lake")
+	srv.CreateBucket(t, "vlake")
 	h := &harness{s3: srv, ctx: t.Context()}
 	// Every target is an object of its own, where the server takes the
 	// key (some refuse or normalize odd ones): a copy of the decided key
@@ -223,7 +230,7 @@ default allow := false
 
 allow if {
 	"engineers" in input.principal.groups
-	input.resource.bucket == "lake"
+	input.resource.bucket in {"lake", "vlake"}
 	input.resource.key != "wh/copy/pii.parquet"
 }
 `
@@ -321,4 +328,97 @@ allow if {
 		}
 	}
 	t.Logf("%s: %d keys read as decided", b.name, read)
+
+	// Versions: in a versioned bucket, the allowed object has two and the
+	// denied one a version of its own; copy sources name them literally,
+	// encoded into the key, with a second versionId smuggled in, in
+	// another case. The destination holds the decided version's bytes.
+	admin := h.s3.AdminClient()
+	if _, err := admin.PutBucketVersioning(h.ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("vlake"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatalf("enable versioning: %v", err)
+	}
+	type version struct{ key, id, data string }
+	var versions []version
+	latest := map[string]string{}
+	for _, v := range []version{{"wh/copy/ok.parquet", "", "ok v1"}, {"wh/copy/ok.parquet", "", "ok v2"}, {"wh/copy/pii.parquet", "", "pii v1"}} {
+		out, err := admin.PutObject(h.ctx, &s3.PutObjectInput{Bucket: aws.String("vlake"), Key: aws.String(v.key), Body: strings.NewReader(v.data)})
+		if err != nil || aws.ToString(out.VersionId) == "" {
+			t.Fatalf("put %s: %v (version %q)", v.data, err, aws.ToString(out.VersionId))
+		}
+		v.id = aws.ToString(out.VersionId)
+		versions = append(versions, v)
+		latest[v.key] = v.data
+	}
+	dataOf := func(key, id string) (string, bool) {
+		if id == "" {
+			d, ok := latest[key]
+			return d, ok
+		}
+		for _, v := range versions {
+			if v.key == key && v.id == id {
+				return v.data, true
+			}
+		}
+		return "", false
+	}
+	var vspellings []string
+	for _, lead := range []string{"", "/"} {
+		for _, k := range []string{"wh/copy/ok.parquet", "wh/copy/pii.parquet"} {
+			for _, v := range versions {
+				other := versions[(len(versions)-1)%len(versions)].id
+				for _, form := range []string{
+					k + "?versionId=" + v.id,
+					awsEscape(k+"?versionId=") + v.id,
+					awsEscape(k+"?versionId="+v.id) + "?versionId=" + other,
+					k + "?versionId=" + v.id + "%26versionId%3D" + other,
+					k + "?versionId=" + v.id + "&versionId=" + other,
+					k + "?versionId=" + strings.ToLower(v.id),
+					k + "?versionId=" + awsEscape(v.id) + "%20",
+				} {
+					vspellings = append(vspellings, lead+"vlake/"+form)
+				}
+			}
+		}
+	}
+	vsigned, vcopied := 0, 0
+	for i, src := range vspellings {
+		dst := fmt.Sprintf("wh/vout/%d", i)
+		status, res, ierr, hdr := h.cs.sign(t, "", signRequest{Region: testRegion, URI: P.object("lake", dst), Method: "PUT",
+			Headers: map[string][]string{"x-amz-copy-source": {src}, "User-Agent": {"e2e"}}})
+		if status != http.StatusOK {
+			if status != http.StatusBadRequest && status != http.StatusForbidden {
+				t.Fatalf("copy source %q: sign answered %d %+v", src, status, ierr)
+			}
+			continue
+		}
+		vsigned++
+		recs, err := readAudit(ad.Dir, hdr.Get("X-Request-Id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var from *auditRecord
+		for i := range recs {
+			if recs[i].Role == "copy-source" && recs[i].Decision == "allow" {
+				from = &recs[i]
+			}
+		}
+		if from == nil {
+			t.Fatalf("copy source %q signed without an allowed copy-source record: %+v", src, recs)
+		}
+		code, out := srv.send(t, "PUT", res.URI, res.Headers, nil)
+		if !h.adminExists(t, "lake", dst) {
+			continue
+		}
+		vcopied++
+		got := string(h.adminGet(t, "lake", dst))
+		want, ok := dataOf(from.Key, from.VersionID)
+		if from.Bucket != "vlake" || !ok || got != want {
+			t.Errorf("copy source %q: decided %s/%s version %q (%q), %s copied %q (%d)\n%s", src, from.Bucket, from.Key, from.VersionID, want, b.name, got, code, out)
+		}
+	}
+	t.Logf("%s: %d versioned copy-source spellings: %d signed, %d copied as decided", b.name, len(vspellings), vsigned, vcopied)
+	if vcopied == 0 {
+		t.Fatalf("no versioned copy was made: the versioned part tested nothing")
+	}
 }
