@@ -202,9 +202,11 @@ func TestCopySourceDifferential(t *testing.T) {
 }
 
 func copySourceDifferential(t *testing.T, b backend) {
-	srv := b.start(t)
+	var srv *s3Server
 	if b.name == testsupport.Versitygw {
 		srv = &s3Server{servers.StartS3Versioned(t)} // for the versioned bucket below
+	} else {
+		srv = b.start(t)
 	}
 	srv.CreateBucket(t, "lake")
 	srv.CreateBucket(t, "vlake")
