@@ -93,6 +93,12 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
 			writeError(ctx, http.StatusBadRequest, "BadRequestException", "the table request's body "+err.Error(), 0)
 			return
 		}
+		if doc, err := decodeMembers(body); err == nil {
+			if err := spelledExactly(doc, "name", "location", "metadata-location"); err != nil {
+				writeError(ctx, http.StatusBadRequest, "BadRequestException", "the table request's body "+err.Error(), 0)
+				return
+			}
+		}
 	}
 	if !f.checkTableChange(ctx, method, path, &rt, body) {
 		return // a location the operator has not given (tablechange.go)
@@ -156,9 +162,15 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
 		out, err = f.answer(ctx, &rt, data, v)
 	} else {
 		// An error answer is read too: in Iceberg's error model it is
-		// cleaned like any other; one that is not JSON goes on as it came.
+		// cleaned like any other. One the front cannot read (not JSON, a
+		// BOM, a member spelled twice) is withheld, not forwarded: a
+		// client's parser may read credentials in it where the front
+		// could not look.
 		if out, _, _, err = inspect(data); err != nil {
-			out, err = data, nil
+			writeError(ctx, resp.StatusCode, "CatalogErrorWithheldException", fmt.Sprintf(
+				"the catalog answered %d to %s %s with a body countersign cannot read (%v); it is withheld because it could carry credentials",
+				resp.StatusCode, method, truncate(path), err), 0)
+			return
 		}
 	}
 	if err != nil && refusedAnswer(ctx, err) {

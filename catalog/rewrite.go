@@ -178,7 +178,40 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
 		return nil, errNotJSONObject
 	}
+	if err := spelledExactly(doc, answerMembers...); err != nil {
+		return nil, fmt.Errorf("the catalog's answer %w", err)
+	}
+	if md, ok := doc[fieldMetadata]; ok {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(md, &m) == nil {
+			if err := spelledExactly(m, "location"); err != nil {
+				return nil, fmt.Errorf("the catalog's answer's metadata %w", err)
+			}
+		}
+	}
 	return doc, nil
+}
+
+// answerMembers are the members of a catalog answer the front reads or
+// removes by name.
+var answerMembers = []string{fieldConfig, "defaults", "overrides", fieldMetadata, fieldStorageCredentials, fieldRemoteSigningConfig}
+
+// spelledExactly is nil unless m has a member whose name equals one of
+// names ignoring case (Unicode simple folding, as encoding/json matches a
+// struct's fields) but is spelled otherwise. The front reads and removes
+// members by their exact name, as Iceberg's Java parsers do; a client or
+// catalog that decodes into structs (iceberg-go, SeaweedFS) also reads
+// "Storage-Credentials", "CONFIG" or "NAME", and would act on a member the
+// front never saw. Refused rather than read either way.
+func spelledExactly(m map[string]json.RawMessage, names ...string) error {
+	for k := range m {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) {
+				return fmt.Errorf("has a member %q: countersign reads only %q and refuses other spellings of it (a decoder that matches names case-insensitively would read it)", truncate(k), n)
+			}
+		}
+	}
+	return nil
 }
 
 // checkStrict is nil when data is one strict JSON value; otherwise its
