@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -141,6 +142,15 @@ func (f *Front) decideTableChange(ctx context.Context, c tableChange, authorizat
 		if setsLocation(doc) {
 			return http.StatusForbidden, setLocationRefused(c.what)
 		}
+		// CommitTableRequest's optional identifier (PyIceberg sends it): a
+		// catalog that commits to the table the body names would have the
+		// front learn another table's commit answer, and its location,
+		// under the path's table. Only the path's own table is forwarded.
+		for _, raw := range membersFold(doc, "identifier") {
+			if msg := sameIdentifier(raw, c.table); msg != "" {
+				return http.StatusBadRequest, "the commit to " + truncate(c.what) + " has an identifier that " + msg + "; send the path's table or no identifier"
+			}
+		}
 	case changeTransaction:
 		for _, raw := range membersFold(doc, "table-changes") {
 			var changes []map[string]json.RawMessage
@@ -215,6 +225,30 @@ func setsLocation(commit map[string]json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// sameIdentifier is "" when raw is a TableIdentifier naming exactly t
+// (every member spelled exactly, namespace levels and name equal).
+func sameIdentifier(raw json.RawMessage, t policyinput.Table) string {
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return "is not an object"
+	}
+	if err := spelledExactly(m, "namespace", "name"); err != nil {
+		return err.Error()
+	}
+	var ns []string
+	var name string
+	if json.Unmarshal(m["namespace"], &ns) != nil || json.Unmarshal(m["name"], &name) != nil {
+		return "has no namespace array and name string"
+	}
+	if name != t.Name || !slices.Equal(ns, t.Namespace) {
+		return "names " + quoteShort(strings.Join(append(ns, name), ".")) + ", not the table of the path"
+	}
+	return ""
 }
 
 // identifierOf names a transaction's table change for messages.

@@ -90,6 +90,10 @@ func TestFrontRefusesLocationChanges(t *testing.T) {
 		{"create at the bucket root", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/"}`, 403, "not strictly under the operator's root s3://lake/wh/"},
 		{"create at another table's location", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/wh/db/other/"}`, 403, "overlaps table prod/db/other's location"},
 		{"create containing another table", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/wh/db"}`, 403, "overlaps table"},
+		{"commit naming another table in its identifier", "POST", "/v1/prod/namespaces/db/tables/t", `{"identifier":{"namespace":["db"],"name":"secret"},"requirements":[],"updates":[]}`, 400, `names \"db.secret\", not the table of the path`},
+		{"commit naming another namespace", "POST", "/v1/prod/namespaces/db/tables/t", `{"identifier":{"namespace":["other"],"name":"t"},"updates":[]}`, 400, "not the table of the path"},
+		{"commit identifier spelled otherwise", "POST", "/v1/prod/namespaces/db/tables/t", `{"Identifier":{"namespace":["db"],"NAME":"secret"},"updates":[]}`, 400, "refuses other spellings"},
+		{"commit identifier not an object", "POST", "/v1/prod/namespaces/db/tables/t", `{"identifier":"db.secret","updates":[]}`, 400, "is not an object"},
 		{"create with Location spelled otherwise", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","Location":"s3://lake/"}`, 400, "refuses other spellings"},
 		{"create a located table elsewhere", "POST", "/v1/prod/namespaces/db/tables", `{"name":"fixed","location":"s3://lake/wh/db/fixed2/"}`, 403, "outside the operator's s3://lake/wh/db/fixed/"},
 		{"create with no root", "POST", "/v1/nowh/namespaces/db/tables", `{"name":"n","location":"s3://lake/wh/db/n/"}`, 403, "no root in data.countersign.table_roots"},
@@ -114,6 +118,7 @@ func TestFrontRefusesLocationChanges(t *testing.T) {
 		status           int
 	}{
 		{"commit without set-location", "/v1/prod/namespaces/db/tables/t", setLoc("set-properties", "s3://lake"), 200},
+		{"commit naming its own table", "/v1/prod/namespaces/db/tables/t", `{"identifier":{"namespace":["db"],"name":"t"},"requirements":[],"updates":[]}`, 200},
 		{"create under the root", "/v1/prod/namespaces/db/tables", `{"name":"t","location":"s3://lake/wh/db/t/"}`, 200},
 		{"create where the catalog chooses", "/v1/prod/namespaces/db/tables", `{"name":"t"}`, 200},
 		{"create a located table narrower", "/v1/prod/namespaces/db/tables", `{"name":"fixed","location":"s3://lake/wh/db/fixed/v2/"}`, 403},
