@@ -42,7 +42,9 @@ const SchemaVersion = 1
 //	                  SHA-256 of the bearer token; "" for mTLS. The token
 //	                  itself is never recorded; with the key, a known token
 //	                  can be matched to its records
-//	operation         S3 operation, e.g. "GetObject" ("" if not classified)
+//	operation         S3 operation, e.g. "GetObject" ("" if not classified);
+//	                  on a catalog front's refusal the REST catalog
+//	                  operationId, e.g. "updateTable", or "unknown route"
 //	action            IAM action, e.g. "s3:GetObject"
 //	access            "read", "write", "delete", "delete_version" (the
 //	                  permanent removal of an object version), "list" or "admin"
@@ -54,7 +56,9 @@ const SchemaVersion = 1
 //	prefix            list prefix of ListObjects(V2); absent otherwise
 //	region            the request's region
 //	table             absent on the legacy route, else the Iceberg table of
-//	                  the per-table route: {prefix, namespace: [...], name}
+//	                  the per-table route: {prefix, namespace: [...], name};
+//	                  on a catalog front's refusal the table or namespace
+//	                  its route names (name "" for a namespace)
 //	role              what this object is to the request: "object" (the
 //	                  target), "copy-source" (CopyObject/UploadPartCopy
 //	                  source), "delete-key" (one key of DeleteObjects),

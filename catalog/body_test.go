@@ -24,7 +24,7 @@ func serveFrontStreaming(t *testing.T, f *Front) string {
 		t.Fatal(err)
 	}
 	srv := &fasthttp.Server{
-		Handler:            func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", nil) },
+		Handler:            func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", nil, nil) },
 		StreamRequestBody:  true,
 		MaxRequestBodySize: 1 << 10,
 		ReadTimeout:        10 * time.Second,

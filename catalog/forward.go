@@ -37,49 +37,51 @@ const accessDelegation = "X-Iceberg-Access-Delegation"
 // the request-target is parsed, as received, from the request itself
 // (parseRequest): the path argument, the server's view of it, decides
 // nothing here. v vends a table answer's credentials when the client asks
-// for them (nil never vends).
-func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
+// for them (nil never vends). rec records every refusal the front makes
+// itself, before it is answered (refusals.go; nil records none).
+func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Refusals) {
 	select {
 	case f.inflight <- struct{}{}:
 		defer func() { <-f.inflight }()
 	default:
-		writeError(ctx, http.StatusServiceUnavailable, "ServiceUnavailableException",
-			"countersign is forwarding its limit of "+strconv.Itoa(cap(f.inflight))+" catalog requests at once (catalog.max_concurrency)", 1)
+		f.refuse(ctx, rec, refusalOf(nil, http.StatusServiceUnavailable,
+			"countersign is forwarding its limit of "+strconv.Itoa(cap(f.inflight))+" catalog requests at once (catalog.max_concurrency)", 1), "ServiceUnavailableException")
 		return
 	}
 	if len(ctx.Request.Header.PeekAll(fasthttp.HeaderAuthorization)) > 1 {
 		// The front authenticates and learns by the first, the catalog
 		// might act on the last: two callers in one request.
-		writeError(ctx, http.StatusBadRequest, "BadRequestException",
-			"the request has more than one Authorization header; send exactly one", 0)
+		f.refuse(ctx, rec, refusalOf(nil, http.StatusBadRequest,
+			"the request has more than one Authorization header; send exactly one", 0), "BadRequestException")
 		return
 	}
 	method := string(ctx.Method())
 	rt, rerr := f.parseRequest(ctx, base)
 	if rerr != nil {
-		if len(rerr.Allow) > 0 {
-			writeError(ctx, rerr.Status, "MethodNotAllowedException", rerr.Msg, 0)
-			ctx.Response.Header.Set("Allow", strings.Join(rerr.Allow, ", "))
-			return
-		}
 		typ := "BadRequestException"
-		if rerr.Status == http.StatusNotFound {
+		switch {
+		case len(rerr.Allow) > 0:
+			typ = "MethodNotAllowedException"
+		case rerr.Status == http.StatusNotFound:
 			typ = "NoSuchRouteException"
 		}
-		writeError(ctx, rerr.Status, typ, rerr.Msg, 0)
+		f.refuse(ctx, rec, refusalOf(nil, rerr.Status, rerr.Msg, 0), typ) // no route parsed
+		if len(rerr.Allow) > 0 && ctx.Response.StatusCode() == rerr.Status {
+			ctx.Response.Header.Set("Allow", strings.Join(rerr.Allow, ", "))
+		}
 		return
 	}
 	path := rt.escapedPath(f.NamespaceSeparator()) // for errors and logs
 	if rt.spec.treat == treatOwn {
-		writeError(ctx, http.StatusNotFound, "NoSuchRouteException",
-			"countersign does not forward "+rt.OperationID()+" to the catalog: signing, and credential vending where configured, are served by countersign itself on their canonical routes", 0)
+		f.refuse(ctx, rec, refusalOf(&rt, http.StatusNotFound,
+			"countersign does not forward "+rt.OperationID()+" to the catalog: signing, and credential vending where configured, are served by countersign itself on their canonical routes", 0), "NoSuchRouteException")
 		return
 	}
 	// The bodies the front reads are read whole (body.go); the others
 	// stream to the catalog.
 	rb, refused := f.requestBody(ctx, changeOf(&rt, path).kind != changeNone)
 	if refused != nil {
-		writeError(ctx, refused.status, "BadRequestException", refused.msg, refused.retryAfter)
+		f.refuse(ctx, rec, refusalOf(&rt, refused.status, refused.msg, refused.retryAfter), "BadRequestException")
 		return
 	}
 	defer rb.close()
@@ -90,7 +92,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
 		// countersign would learn one table's location under the name of
 		// another; refused before the catalog acts on it.
 		if err := checkStrict(body); err != nil {
-			writeError(ctx, http.StatusBadRequest, "BadRequestException", "the table request's body "+err.Error(), 0)
+			f.refuse(ctx, rec, refusalOf(&rt, http.StatusBadRequest, "the table request's body "+err.Error(), 0), "BadRequestException")
 			return
 		}
 		if doc, err := decodeMembers(body); err == nil {
@@ -100,14 +102,14 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
 			}
 		}
 	}
-	if !f.checkTableChange(ctx, method, path, &rt, body) {
+	if !f.checkTableChange(ctx, rec, method, path, &rt, body) {
 		return // a location the operator has not given (tablechange.go)
 	}
 	reqCtx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 	req, err := http.NewRequestWithContext(reqCtx, method, f.upstreamURL(&rt).String(), rb.reader())
 	if err != nil {
 		cancel()
-		writeError(ctx, http.StatusBadRequest, "BadRequestException", "cannot forward this request: "+err.Error(), 0)
+		f.refuse(ctx, rec, refusalOf(&rt, http.StatusBadRequest, "cannot forward this request: "+err.Error(), 0), "BadRequestException")
 		return
 	}
 	req.URL = f.upstreamURL(&rt)
@@ -138,8 +140,8 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
 	defer release()
 	switch {
 	case errors.Is(err, errAnswerBudget):
-		writeError(ctx, http.StatusServiceUnavailable, "ServiceUnavailableException", fmt.Sprintf(
-			"countersign is reading its limit of %d bytes of catalog answers at once (catalog.answer_budget_bytes); retry", f.cfg.AnswerBudgetBytes), 1)
+		f.refuse(ctx, rec, refusalOf(&rt, http.StatusServiceUnavailable, fmt.Sprintf(
+			"countersign is reading its limit of %d bytes of catalog answers at once (catalog.answer_budget_bytes); retry", f.cfg.AnswerBudgetBytes), 1), "ServiceUnavailableException")
 		return
 	case errors.Is(err, errAnswerTooLarge):
 		writeError(ctx, http.StatusBadGateway, "BadGatewayException", fmt.Sprintf(
@@ -173,7 +175,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor) {
 			return
 		}
 	}
-	if err != nil && refusedAnswer(ctx, err) {
+	if err != nil && f.refusedAnswer(ctx, rec, &rt, err) {
 		return
 	}
 	if err != nil {

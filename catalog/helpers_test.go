@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,38 @@ import (
 // the server hands the front one per request; these tests, the same one
 // to every request.
 var testVendors sync.Map // *Front → Vendor
+
+// testRefusals is the Refusals a test gave its front (recordRefusals).
+var testRefusals sync.Map // *Front → Refusals
+
+// refusalLog is a Refusals that keeps what it was given and answers with
+// it (the server's recording is tested in package server).
+type refusalLog struct {
+	mu  sync.Mutex
+	got []Refusal
+}
+
+func (l *refusalLog) Refused(_ *fasthttp.RequestCtx, r Refusal) Refusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.RequestID = "rid-" + strconv.Itoa(len(l.got))
+	l.got = append(l.got, r)
+	return r
+}
+
+func (l *refusalLog) all() []Refusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Refusal(nil), l.got...)
+}
+
+// recordRefusals has serveFront hand f's refusals to a refusalLog.
+func recordRefusals(t *testing.T, f *Front) *refusalLog {
+	l := &refusalLog{}
+	testRefusals.Store(f, l)
+	t.Cleanup(func() { testRefusals.Delete(f) })
+	return l
+}
 
 // serveFront serves f on a loopback port the way server.Server hands it
 // paths (no base path), with the Vendor newFront was given, and returns
@@ -28,8 +61,12 @@ func serveFront(t *testing.T, f *Front) string {
 	if x, ok := testVendors.Load(f); ok {
 		v = x.(Vendor)
 	}
+	var rec Refusals
+	if x, ok := testRefusals.Load(f); ok {
+		rec = x.(Refusals)
+	}
 	srv := &fasthttp.Server{
-		Handler:           func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", v) },
+		Handler:           func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", v, rec) },
 		StreamRequestBody: false,
 		ReadTimeout:       10 * time.Second,
 	}

@@ -106,7 +106,7 @@ func changeOf(rt *Route, path string) tableChange {
 
 // checkTableChange answers, and returns false, a request that would set
 // a table's location the operator has not given it; true lets it go on.
-func (f *Front) checkTableChange(ctx *fasthttp.RequestCtx, method, path string, rt *Route, body []byte) bool {
+func (f *Front) checkTableChange(ctx *fasthttp.RequestCtx, rec Refusals, method, path string, rt *Route, body []byte) bool {
 	c := changeOf(rt, path)
 	if c.kind == changeNone {
 		return true
@@ -120,7 +120,16 @@ func (f *Front) checkTableChange(ctx *fasthttp.RequestCtx, method, path string, 
 	if status == http.StatusBadRequest {
 		typ = "BadRequestException"
 	}
-	writeError(ctx, status, typ, msg, 0)
+	r := refusalOf(rt, status, msg, 0)
+	if c.kind == changeCreate || c.kind == changeRegister {
+		// The new table's name is in the body, which the refusal names.
+		if doc, err := decodeMembers(body); err == nil {
+			if name := stringMember(doc, "name"); name != "" && r.Table != nil {
+				r.Table.Name = name
+			}
+		}
+	}
+	f.refuse(ctx, rec, r, typ)
 	return false
 }
 
@@ -304,14 +313,18 @@ func (f *Front) logOverlap(table string, err error) {
 	}
 }
 
-// refusedAnswer answers a table answer whose location is refused: true
-// when err was one.
-func refusedAnswer(ctx *fasthttp.RequestCtx, err error) bool {
+// refusedAnswer records and answers a table answer whose location is
+// refused: true when err was one.
+func (f *Front) refusedAnswer(ctx *fasthttp.RequestCtx, rec Refusals, rt *Route, err error) bool {
 	var lr *LocationRefusedError
 	if !errors.As(err, &lr) {
 		return false
 	}
-	writeError(ctx, http.StatusForbidden, "ForbiddenException",
+	r := refusalOf(rt, http.StatusForbidden,
 		"countersign does not serve this table: "+lr.Error()+"; nothing is signed or vended for it until the operator's data gives it this location or the catalog gives it one the data allows", 0)
+	if t, ok := f.parseTable(lr.Table); ok && r.Table != nil {
+		r.Table.Name = t.Name // createTable, registerTable: the name is in the body
+	}
+	f.refuse(ctx, rec, r, "ForbiddenException")
 	return true
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/catalog"
 	"github.com/countersign/countersign/vend"
 )
@@ -17,9 +20,10 @@ import (
 // own by forwarding them to the upstream catalog (implemented by
 // *catalog.Front). path is the raw path after the base path it came in
 // on, base that base path. v vends a table answer's credentials when the
-// client asks for them; nil never vends.
+// client asks for them; nil never vends. rec records the refusals the
+// front makes itself.
 type CatalogFront interface {
-	Serve(ctx *fasthttp.RequestCtx, path, base string, v catalog.Vendor)
+	Serve(ctx *fasthttp.RequestCtx, path, base string, v catalog.Vendor, rec catalog.Refusals)
 }
 
 // TableLocator gives the location of the table a per-table sign request
@@ -47,11 +51,12 @@ func (s *Server) serveCatalog(ctx *fasthttp.RequestCtx, path string) bool {
 			base = b
 		}
 	}
+	rec := frontRefusals{h: s.handler}
 	if s.handler.stages.Vendor == nil {
-		f.Serve(ctx, path[len(base):], base, nil)
+		f.Serve(ctx, path[len(base):], base, nil, rec)
 	} else {
 		v := &frontVendor{s: s, ctx: ctx}
-		f.Serve(ctx, path[len(base):], base, v)
+		f.Serve(ctx, path[len(base):], base, v, rec)
 		if v.requestID != "" {
 			// The id of the mint's record (or refusal's), on the answer.
 			ctx.Response.Header.Set("X-Request-Id", v.requestID)
@@ -143,4 +148,85 @@ func (h *Handler) locateTable(ctx context.Context, c *call, authorization []byte
 		return
 	}
 	c.refuse(http.StatusForbidden, err.Error()+"; nothing was signed", 0)
+}
+
+// frontRefusals records the catalog front's own refusals
+// (catalog.Refusals) as the sign routes record theirs (finish,
+// limitRefusal): one access record with the request's source address and
+// id, the route's operation and table, durable before the answer. The
+// front does not authenticate; the record names the principal when the
+// request's credentials authenticate (the sign routes' Authenticator, as
+// a malformed sign request's record does), and then it is not charged to
+// the source's limit of refusals before authentication. Past that limit
+// an anonymous refusal is answered 429 and counted in the source's
+// summary, not recorded; when the log cannot record it, 503.
+type frontRefusals struct{ h *Handler }
+
+// Refused implements catalog.Refusals.
+func (r frontRefusals) Refused(ctx *fasthttp.RequestCtx, fr catalog.Refusal) catalog.Refusal {
+	h := r.h
+	rec := &audit.Record{Kind: audit.KindAccess, Operation: fr.Operation, Status: fr.Status, Reason: fr.Message}
+	rec.SourceIP, rec.RequestID = callerIDs(ctx)
+	fr.RequestID = rec.RequestID
+	if t := fr.Table; t != nil {
+		rec.Table = &audit.Table{Prefix: t.Prefix, Namespace: t.Namespace, Name: t.Name}
+	}
+	switch fr.Status {
+	case http.StatusForbidden:
+		rec.Decision = audit.DecisionDeny
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge:
+		rec.Decision = audit.DecisionMalformed
+	default:
+		rec.Decision = audit.DecisionError
+	}
+	id := h.frontIdentity(ctx)
+	if id != nil {
+		rec.Principal = &audit.Principal{Issuer: id.Principal.Issuer, ID: id.Principal.ID, Groups: id.Principal.Groups,
+			JTI: id.TokenID, TokenSHA256: id.TokenHash}
+	}
+	recs, recorded := []*audit.Record{rec}, true
+	if id == nil && fr.Status >= 400 && fr.Status < 500 && fr.Status != http.StatusTooManyRequests {
+		wait, ok, due := h.refusals.allow(rec.SourceIP, fr.Status, time.Now())
+		if !ok {
+			if m := h.opts.Metrics; m != nil {
+				m.RefusalsSuppressed.Inc()
+			}
+			fr.Status, fr.RetryAfter = http.StatusTooManyRequests, wait
+			fr.Message = "too many refused requests from " + rec.SourceIP + " (limits.refusal_limit); " + fr.Message
+			recs, recorded = recs[:0], false
+		}
+		recs = append(recs, due...)
+	}
+	if len(recs) == 0 {
+		return fr
+	}
+	if err := h.append(recs); err != nil {
+		h.log.Error("audit log unavailable; refusing the catalog request", "err", err, "request_id", rec.RequestID)
+		if recorded {
+			fr.Status, fr.RetryAfter = http.StatusServiceUnavailable, 1
+			fr.Message = "audit log unavailable; countersign refuses this catalog request"
+		}
+		return fr
+	}
+	if m := h.opts.Metrics; m != nil && recorded {
+		m.CountAuditDecision(string(rec.Decision))
+	}
+	return fr
+}
+
+// frontIdentity is the caller of a request to the catalog front when its
+// credentials authenticate as the sign routes' do, else nil. Only a
+// request with one Authorization header, or a client certificate, is
+// tried.
+func (h *Handler) frontIdentity(ctx *fasthttp.RequestCtx) *auth.Identity {
+	authz, single := authorization(ctx)
+	certs := peerCertificates(ctx)
+	if !single || len(authz) == 0 && len(certs) == 0 {
+		return nil
+	}
+	id, err := h.stages.Authenticator.Authenticate(h.deadlines.context(time.Now()), authz, certs)
+	if err != nil {
+		return nil
+	}
+	return id
 }

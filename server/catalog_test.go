@@ -43,7 +43,7 @@ func (f *fakeTables) NamespaceSeparator() string { return f.sep }
 
 type fakeFront struct{ path, base string }
 
-func (f *fakeFront) Serve(ctx *fasthttp.RequestCtx, path, base string, _ catalog.Vendor) {
+func (f *fakeFront) Serve(ctx *fasthttp.RequestCtx, path, base string, _ catalog.Vendor, _ catalog.Refusals) {
 	f.path, f.base = path, base
 	ctx.SetStatusCode(299)
 }
