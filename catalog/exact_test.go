@@ -265,3 +265,31 @@ func TestAnswerBudget(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestReroutingHeadersRefused: a method-override or original-URL header
+// would let a catalog behind a framework that honours it execute another
+// route than the one the front parsed (a HEAD tableExists streamed as
+// such, executed as dropTable); refused before anything is forwarded.
+func TestReroutingHeadersRefused(t *testing.T) {
+	up, got := recordingUpstream(t, http.StatusOK, `{"identifiers":[]}`, nil)
+	front := serveFront(t, newFront(t, Config{Upstream: up.URL}, nil))
+	for _, h := range [][2]string{
+		{"X-HTTP-Method-Override", "DELETE"}, {"x-http-method-override", "POST"}, {"X-HTTP-Method", "DELETE"},
+		{"X-Method-Override", "DELETE"}, {"X-Original-URL", "/v1/namespaces/db/tables/secret"},
+		{"X-Rewrite-URL", "/v1/namespaces/db/tables/secret"}, {"X-Original-Method", "DELETE"},
+		{"X-HTTP-Method-Override", ""},
+	} {
+		if st := rawRequest(t, front, "GET", "/v1/namespaces/db/tables", h[0], h[1]); st != http.StatusBadRequest {
+			t.Errorf("%s: %q: %d", h[0], h[1], st)
+		}
+		select {
+		case s := <-got:
+			t.Fatalf("%s reached the catalog: %s %s %v", h[0], s.method, s.uri, s.header)
+		default:
+		}
+	}
+	if st := rawRequest(t, front, "GET", "/v1/namespaces/db/tables", "X-Method", "x"); st != http.StatusOK {
+		t.Fatalf("other header: %d", st)
+	}
+	<-got
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,15 @@ var hopByHop = map[string]bool{
 	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true,
 	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Host": true, "Content-Length": true,
+}
+
+// rerouting are the headers with which common HTTP frameworks let a
+// request name another method (Jersey's and Spring's method override,
+// Google's X-HTTP-Method) or another path (IIS URL Rewrite, Symfony and
+// Zend's X-Original-URL, X-Rewrite-URL) than its request line's.
+var rerouting = []string{
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+	"X-Original-URL", "X-Rewrite-URL", "X-Original-Method",
 }
 
 // accessDelegation is the header in which a client names the access
@@ -54,6 +64,16 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 		f.refuse(ctx, rec, refusalOf(nil, http.StatusBadRequest,
 			"the request has more than one Authorization header; send exactly one", 0), "BadRequestException")
 		return
+	}
+	for k := range ctx.Request.Header.All() {
+		if h := string(k); slices.ContainsFunc(rerouting, func(r string) bool { return strings.EqualFold(r, h) }) {
+			// The front decides by the request's own method and target;
+			// a catalog (or a framework in front of it) that honours one
+			// of these would execute another route than the one decided.
+			writeError(ctx, http.StatusBadRequest, "BadRequestException",
+				"the request has a "+h+" header, which would make a catalog execute another method or path than the request's; countersign forwards only the request's own method and target: send the request without it", 0)
+			return
+		}
 	}
 	method := string(ctx.Method())
 	rt, rerr := f.parseRequest(ctx, base)
