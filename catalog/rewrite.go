@@ -88,6 +88,9 @@ func rewriteTable(body []byte, s signing) ([]byte, string, error) {
 		return nil, "", err
 	}
 	stripCredentials(cfg)
+	if _, err := stripClientProperties(doc); err != nil {
+		return nil, "", err
+	}
 	delete(doc, fieldStorageCredentials)
 	delete(doc, fieldRemoteSigningConfig)
 	if s.credentials != nil {
@@ -144,6 +147,11 @@ func inspect(body []byte) (out []byte, doc map[string]json.RawMessage, changed b
 				return nil, nil, false, err
 			}
 		}
+	}
+	if stripped, err := stripClientProperties(doc); err != nil {
+		return nil, nil, false, err
+	} else if stripped {
+		changed = true
 	}
 	if !changed {
 		return body, doc, false, nil
@@ -257,4 +265,66 @@ func encode(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// stripClientProperties removes from a table answer's metadata.properties
+// every key in a client's configuration namespaces (FileIO, the AWS, GCP
+// and Azure clients, the REST client, signing, tokens) that is not on the
+// config allow-list. PyIceberg builds a table's FileIO from
+// metadata.properties merged under config, so a table property is a
+// config key to it: a catalog's credential stored as a property, or a
+// committer's "s3.endpoint" or "client.secret-access-key" on a shared
+// table, would reach every PyIceberg reader. Table properties outside
+// those namespaces (write.*, read.*, commit.*, owner, ...) pass.
+func stripClientProperties(doc map[string]json.RawMessage) (bool, error) {
+	raw, ok := doc[fieldMetadata]
+	if !ok {
+		return false, nil
+	}
+	md, err := decodeMembers(raw)
+	if err != nil {
+		return false, errors.New("the catalog's answer's metadata is not a JSON object")
+	}
+	praw, ok := md["properties"]
+	if !ok {
+		return false, nil
+	}
+	props, err := decodeMembers(praw)
+	if err != nil {
+		return false, errors.New("the catalog's answer's metadata.properties is not a JSON object")
+	}
+	n := len(props)
+	for k := range props {
+		if clientProperty(k) && !allowedConfigKey(k) {
+			delete(props, k)
+		}
+	}
+	if len(props) == n {
+		return false, nil
+	}
+	if md["properties"], err = encode(props); err != nil {
+		return false, err
+	}
+	if doc[fieldMetadata], err = encode(md); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// clientNamespaces are the first components of the keys Iceberg's clients
+// read as FileIO, cloud client, REST client or signer configuration.
+var clientNamespaces = map[string]bool{
+	"s3": true, "s3a": true, "gcs": true, "adls": true, "adlfs": true, "abfs": true, "wasb": true, "client": true,
+	"fs": true, "hadoop": true, "hdfs": true, "hf": true, "oss": true, "aws": true, "glue": true, "sts": true,
+	"azure": true, "google": true, "gcp": true, "header": true, "rest": true, "http-client": true,
+	"py-io-impl": true, "io-impl": true, "token": true, "credential": true, "oauth2-server-uri": true,
+	"scope": true, "audience": true, "resource": true, "uri": true, "signer": true, "warehouse": true, "prefix": true,
+	"rest-metrics-reporting-enabled": true, "token-exchange-enabled": true, "token-refresh-enabled": true,
+}
+
+// clientProperty reports whether a table property's key lies in a
+// client's configuration namespace (compared ignoring case).
+func clientProperty(k string) bool {
+	first, _, _ := strings.Cut(strings.ToLower(k), ".")
+	return clientNamespaces[first]
 }

@@ -199,3 +199,49 @@ func TestLoadTableThroughTheFront(t *testing.T) {
 		t.Fatalf("vending refused: %v", m)
 	}
 }
+
+// TestClientPropertiesRemovedFromMetadata: PyIceberg builds a table's
+// FileIO from metadata.properties merged under config; a credential or
+// an endpoint stored as a table property (by the catalog, or by any
+// committer on a shared table) must not reach clients. Table properties
+// outside the clients' configuration namespaces pass.
+func TestClientPropertiesRemovedFromMetadata(t *testing.T) {
+	body := `{"metadata-location":"s3://lake/wh/db/t/metadata/v1.metadata.json","metadata":{"location":"s3://lake/wh/db/t","properties":{` +
+		`"s3.secret-access-key":"SECRET","client.secret-access-key":"SECRET","S3.Endpoint":"https://evil.example","py-io-impl":"evil.IO",` +
+		`"token":"SECRET","adls.sas-token.acct":"SECRET","header.Authorization":"Bearer SECRET",` +
+		`"s3.path-style-access":"true","write.format.default":"parquet","owner":"ann","commit.retry.num-retries":"4"}},"config":{}}`
+	want := map[string]any{"s3.path-style-access": "true", "write.format.default": "parquet", "owner": "ann", "commit.retry.num-retries": "4"}
+	check := func(what string, out []byte) {
+		t.Helper()
+		var m struct {
+			Metadata struct {
+				Location   string         `json:"location"`
+				Properties map[string]any `json:"properties"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("%s: %v %s", what, err, out)
+		}
+		if !reflect.DeepEqual(m.Metadata.Properties, want) || m.Metadata.Location != "s3://lake/wh/db/t" {
+			t.Errorf("%s: properties %v, location %q", what, m.Metadata.Properties, m.Metadata.Location)
+		}
+		if strings.Contains(string(out), "SECRET") || strings.Contains(string(out), "evil") {
+			t.Errorf("%s: %s", what, out)
+		}
+	}
+	out, _, err := rewriteTable([]byte(body), signing{signerURI: "u", endpoint: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("rewriteTable", out)
+	out, _, changed, err := inspect([]byte(body))
+	if err != nil || !changed {
+		t.Fatalf("inspect: %v %v", changed, err)
+	}
+	check("inspect (a commit answer)", out)
+	// Nothing to remove: the answer goes on as it came.
+	clean := `{"metadata":{"location":"s3://lake/wh/db/t","properties":{"owner":"ann"}}}`
+	if out, _, changed, err := inspect([]byte(clean)); err != nil || changed || string(out) != clean {
+		t.Fatalf("clean answer changed: %s %v %v", out, changed, err)
+	}
+}
