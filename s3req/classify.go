@@ -383,6 +383,9 @@ func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' 
 func checkHeaders(h remotesign.Headers, authority string) error {
 	for i := range h {
 		name := h[i].Name
+		if isRenameSourceHeader(name) {
+			return malformed("header %s is refused: RenameObject moves the object x-amz-rename-source names (reads it, then deletes it), and countersign decides only the destination, so the source would be read and deleted without a decision; copy (x-amz-copy-source) and delete instead", truncate(name))
+		}
 		if meaningHeader(name) {
 			if _, err := meaningValue(h, name); err != nil {
 				return err
@@ -413,6 +416,17 @@ func checkHeaders(h remotesign.Headers, authority string) error {
 		}
 	}
 	return nil
+}
+
+// isRenameSourceHeader reports x-amz-rename-source and its conditions
+// (x-amz-rename-source-if-match, ...). The header names a second object,
+// like x-amz-copy-source, and SeaweedFS executes RenameObject with it: the
+// object it names is read into the destination and deleted. Only the copy
+// source is a second object the classifier decides, so every header that
+// names another is refused.
+func isRenameSourceHeader(name string) bool {
+	const p = "x-amz-rename-source"
+	return len(name) >= len(p) && strings.EqualFold(name[:len(p)], p)
 }
 
 // validContentSHA256 lists the payload modes a remote signer can support.

@@ -349,3 +349,29 @@ func TestBackslashIsUnsafe(t *testing.T) {
 		}
 	}
 }
+
+// TestRenameSourceRefused: RenameObject's x-amz-rename-source names an
+// object that the server reads into the destination and deletes
+// (SeaweedFS moved a denied object into an allowed key with one signed
+// PUT ?renameObject). The classifier decided only the destination; every
+// spelling of the header is now refused, on any operation.
+func TestRenameSourceRefused(t *testing.T) {
+	c := testClassifier(t)
+	for _, tc := range []struct{ method, uri, name string }{
+		{"PUT", "http://localhost:7070/lake/wh/ok.parquet?renameObject", "x-amz-rename-source"},
+		{"PUT", "http://localhost:7070/lake/wh/ok.parquet?renameObject", "X-Amz-Rename-Source"},
+		{"PUT", "http://localhost:7070/lake/wh/ok.parquet?renameObject", "x-amz-rename-source-if-match"},
+		{"PUT", "http://localhost:7070/lake/wh/ok.parquet", "x-amz-rename-source"},
+		{"GET", "http://localhost:7070/lake/wh/ok.parquet", "x-amz-rename-source"},
+	} {
+		_, err := c.Classify(req(tc.method, tc.uri, hdrs(tc.name, "/lake/wh/pii.parquet")))
+		if err == nil || !strings.Contains(err.Error(), "x-amz-rename-source") {
+			t.Errorf("%s %s with %s: %v, want a refusal naming x-amz-rename-source", tc.method, tc.uri, tc.name, err)
+		}
+	}
+	// The negative: a rename destination without the header classifies
+	// (the server refuses it; SeaweedFS refuses an unsigned x-amz-* header).
+	if r, err := c.Classify(req("PUT", "http://localhost:7070/lake/wh/ok.parquet?renameObject", nil)); err != nil || r.Operation != "RenameObject" || len(r.Targets) != 1 {
+		t.Errorf("RenameObject without a source: %+v %v", r, err)
+	}
+}
