@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/countersign/countersign/auth"
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/countersign/countersign/remotesign"
 )
 
@@ -99,7 +100,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 	}
 	// The bodies the front reads are read whole (body.go); the others
 	// stream to the catalog.
-	rb, refused := f.requestBody(ctx, changeOf(&rt, path).kind != changeNone)
+	rb, refused := f.requestBody(ctx, changeOf(&rt, path).kind != changeNone || rt.Op() == OpRenameTable)
 	if refused != nil {
 		f.refuse(ctx, rec, refusalOf(&rt, refused.status, refused.msg, refused.retryAfter), "BadRequestException")
 		return
@@ -149,6 +150,9 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 		cancel()
 		f.upstreamFailed(ctx, method, path, err)
 		return
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		f.forgetDropped(&rt, body)
 	}
 	if stream {
 		f.stream(ctx, resp, cancel)
@@ -527,4 +531,47 @@ func truncate(s string) string {
 		return s[:200] + "..."
 	}
 	return s
+}
+
+// forgetDropped forgets the known location of a table the catalog just
+// dropped or unregistered on this request (its location is free for
+// another table), and moves a renamed table's to its new name.
+func (f *Front) forgetDropped(rt *Route, body []byte) {
+	switch rt.Op() {
+	case OpDropTable, OpUnregisterTable:
+		f.known.forget(tableKey(policyinput.Table{Prefix: rt.Prefix, Namespace: rt.Namespace, Name: rt.Name}))
+	case OpRenameTable:
+		// Read as strictly as an answer: a body another parser reads as
+		// other tables must not move a table's location.
+		src, ok1 := renamed(body, "source")
+		dst, ok2 := renamed(body, "destination")
+		if ok1 && ok2 {
+			src.Prefix, dst.Prefix = rt.Prefix, rt.Prefix
+			d := rt.tableRoute(dst.Name)
+			d.Namespace = dst.Namespace
+			f.known.move(tableKey(src), tableKey(dst), d.escapedPath(f.NamespaceSeparator()))
+		}
+	}
+}
+
+// renamed reads a renameTable body's source or destination identifier,
+// every member spelled exactly.
+func renamed(body []byte, member string) (policyinput.Table, bool) {
+	if checkStrict(body) != nil {
+		return policyinput.Table{}, false
+	}
+	doc, err := decodeMembers(body)
+	if err != nil || spelledExactly(doc, member) != nil {
+		return policyinput.Table{}, false
+	}
+	id, err := decodeMembers(doc[member])
+	if err != nil || spelledExactly(id, "namespace", "name") != nil {
+		return policyinput.Table{}, false
+	}
+	var ns []string
+	if json.Unmarshal(id["namespace"], &ns) != nil {
+		return policyinput.Table{}, false
+	}
+	name := stringMember(id, "name")
+	return policyinput.Table{Namespace: ns, Name: name}, name != "" && len(ns) > 0
 }

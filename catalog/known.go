@@ -36,6 +36,10 @@ type knownTables struct {
 type knownTable struct {
 	loc  policy.Location
 	path string
+	// by is the token hash of the caller whose answer admitted the
+	// table: only that caller's "no such table" forgets it (another
+	// caller's may mean only that the catalog hides the table from it).
+	by [32]byte
 }
 
 func newKnownTables(size int) *knownTables {
@@ -63,7 +67,7 @@ func (e *overlapError) Error() string {
 // overlaps another known table's location; recheck asks the catalog again
 // for another table's location ("" and nil: the catalog no longer has it).
 // table is the table's identity (tableKey), path a path of it.
-func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bool, recheck func(ctx context.Context, path string) (string, error)) error {
+func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bool, by [32]byte, recheck func(ctx context.Context, path string) (string, error)) error {
 	l, ok := policy.ParseLocation(loc)
 	if !ok {
 		return fmt.Errorf("the location %s is not an s3:// location", loc)
@@ -76,7 +80,7 @@ func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bo
 		other, known, clash := k.conflict(table, l)
 		if !clash {
 			if add {
-				k.tables.Add(table, knownTable{l, path})
+				k.tables.Add(table, knownTable{l, path, by})
 			}
 			k.mu.Unlock()
 			return nil
@@ -84,14 +88,18 @@ func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bo
 		k.mu.Unlock()
 		now, err := recheck(ctx, known.path)
 		nl, moved := policy.ParseLocation(now)
-		if err != nil || moved && nl == known.loc {
+		gone := err == nil && now == ""
+		if err != nil || moved && nl == known.loc || gone && known.by != by {
+			// The other table is still there (or cannot be asked about),
+			// or a caller other than the one it was learned from cannot
+			// see it: catalogs that hide tables from a caller answer 404.
 			// The other table is still there (or cannot be asked about).
 			return &overlapError{loc: loc, other: known.path, otherLoc: known.loc.String()}
 		}
 		k.mu.Lock()
 		if cur, ok := k.tables.Peek(other); ok && cur == known {
 			if moved {
-				k.tables.Add(other, knownTable{nl, known.path})
+				k.tables.Add(other, knownTable{nl, known.path, known.by})
 			} else {
 				k.tables.Remove(other) // the catalog no longer has it
 			}
@@ -125,5 +133,25 @@ func (f *Front) recheckWith(authorization []byte) func(ctx context.Context, tabl
 			return "", nil
 		}
 		return loc, err
+	}
+}
+
+// forget removes a table the catalog dropped or unregistered through the
+// front.
+func (k *knownTables) forget(table string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.tables.Remove(table)
+}
+
+// move gives a renamed table's known location to its new name (path a
+// path of it).
+func (k *knownTables) move(from, to, path string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if t, ok := k.tables.Peek(from); ok {
+		k.tables.Remove(from)
+		t.path = path
+		k.tables.Add(to, t)
 	}
 }

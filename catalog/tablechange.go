@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/countersign/countersign/auth"
 	"github.com/countersign/countersign/internal/policyinput"
 )
 
@@ -195,7 +196,7 @@ func (f *Front) decideTableChange(ctx context.Context, c tableChange, authorizat
 				if err == nil {
 					tr := c.rt.tableRoute(t.Name)
 					table := tr.escapedPath(f.NamespaceSeparator())
-					if err = f.known.admit(ctx, tableKey(t), table, loc, false, f.recheckWith(authorization)); err != nil {
+					if err = f.known.admit(ctx, tableKey(t), table, loc, false, tokenOf(authorization), f.recheckWith(authorization)); err != nil {
 						f.logOverlap(table, err)
 					}
 				}
@@ -298,7 +299,7 @@ func (f *Front) checkLocation(ctx context.Context, authorization []byte, table, 
 			return &LocationRefusedError{Table: truncate(table), Err: err}
 		}
 	}
-	if err := f.known.admit(ctx, tableKey(t), table, loc, true, f.recheckWith(authorization)); err != nil {
+	if err := f.known.admit(ctx, tableKey(t), table, loc, true, tokenOf(authorization), f.recheckWith(authorization)); err != nil {
 		f.logOverlap(table, err)
 		return &LocationRefusedError{Table: truncate(table), Err: err}
 	}
@@ -327,4 +328,10 @@ func (f *Front) refusedAnswer(ctx *fasthttp.RequestCtx, rec Refusals, rt *Route,
 	}
 	f.refuse(ctx, rec, r, "ForbiddenException")
 	return true
+}
+
+// tokenOf is the hash of a caller's Authorization (zero without one).
+func tokenOf(authorization []byte) [32]byte {
+	h, _ := auth.TokenHash(authorization)
+	return h
 }

@@ -330,3 +330,81 @@ func hasSetLocation(v any) bool {
 	}
 	return false
 }
+
+// TestHiddenTableNotForgotten: a catalog that hides a table from callers
+// without access answers them 404, as if it were gone. Another caller's
+// 404 must not free a known table's location (it would then create or
+// load a table at it and be signed the hidden table's objects); the
+// caller it was learned from, or a drop through the front, does.
+func TestHiddenTableNotForgotten(t *testing.T) {
+	var mu sync.Mutex
+	tables := map[string]string{
+		"/v1/prod/namespaces/db/tables/t":    "s3://lake/wh/db/t",
+		"/v1/prod/namespaces/db/tables/mine": "s3://lake/wh/db/t",
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Method == "DELETE":
+			delete(tables, r.URL.Path)
+			w.WriteHeader(204)
+			return
+		case r.URL.Path == "/v1/prod/tables/rename":
+			tables["/v1/prod/namespaces/db/tables/t2"] = tables["/v1/prod/namespaces/db/tables/t"]
+			delete(tables, "/v1/prod/namespaces/db/tables/t")
+			w.WriteHeader(204)
+			return
+		}
+		loc, ok := tables[r.URL.Path]
+		hidden := strings.HasSuffix(r.URL.Path, "/t") || strings.HasSuffix(r.URL.Path, "/t2")
+		if !ok || hidden && r.Header.Get("Authorization") != "Bearer owner" {
+			w.WriteHeader(404)
+			io.WriteString(w, `{"error":{"message":"no such table","type":"NoSuchTableException","code":404}}`)
+			return
+		}
+		io.WriteString(w, strings.Replace(upstreamTable, `"location": "s3://lake/wh/db/t"`, `"location": "`+loc+`"`, 1))
+	}))
+	t.Cleanup(up.Close)
+	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := serveFront(t, f)
+	send := func(token, method, path string, body ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, front+path, strings.NewReader(strings.Join(body, "")))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, b := send("owner", "GET", "/v1/prod/namespaces/db/tables/t"); st != 200 {
+		t.Fatalf("owner loads t: %d %s", st, b)
+	}
+	// The attacker's table at t's location: the catalog hides t from it.
+	if st, b := send("attacker", "GET", "/v1/prod/namespaces/db/tables/mine"); st != 403 || !strings.Contains(b, "another table countersign knows") {
+		t.Fatalf("attacker's table at the hidden table's location: %d %s", st, b)
+	}
+	if _, err := f.Locate(ctxT(t), [32]byte{9}, []byte("Bearer attacker"), "/v1/prod/namespaces/db/tables/mine"); err == nil {
+		t.Fatal("Locate served the attacker's table at the hidden table's location")
+	}
+	// Renamed through the front: known under its new name.
+	if st, b := send("owner", "POST", "/v1/prod/tables/rename", `{"source":{"namespace":["db"],"name":"t"},"destination":{"namespace":["db"],"name":"t2"}}`); st != 204 {
+		t.Fatalf("rename t: %d %s", st, b)
+	}
+	if st, b := send("attacker", "GET", "/v1/prod/namespaces/db/tables/mine"); st != 403 {
+		t.Fatalf("attacker's table after t was renamed: %d %s", st, b)
+	}
+	// Dropped through the front: forgotten, the location is free.
+	if st, b := send("owner", "DELETE", "/v1/prod/namespaces/db/tables/t2"); st != 204 {
+		t.Fatalf("drop t: %d %s", st, b)
+	}
+	if st, b := send("attacker", "GET", "/v1/prod/namespaces/db/tables/mine"); st != 200 {
+		t.Fatalf("after t was dropped: %d %s", st, b)
+	}
+}
