@@ -118,7 +118,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 		}
 		if doc, err := decodeMembers(body); err == nil {
 			if err := spelledExactly(doc, "name", "location", "metadata-location"); err != nil {
-				writeError(ctx, http.StatusBadRequest, "BadRequestException", "the table request's body "+err.Error(), 0)
+				f.refuse(ctx, rec, refusalOf(&rt, http.StatusBadRequest, "the table request's body "+err.Error(), 0), "BadRequestException")
 				return
 			}
 		}

@@ -62,6 +62,7 @@ func TestFrontRecordsItsRefusals(t *testing.T) {
 		{"set-location", "POST", "/v1/prod/namespaces/db/tables/t", setLocation, nil, "updateTable", tbl("t"), 403, "refuses the set-location update", false},
 		{"create outside the root", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/"}`, nil, "createTable", tbl("n"), 403, "not strictly under", false},
 		{"create overlapping another table", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/wh/db/other/"}`, nil, "createTable", tbl("n"), 403, "overlaps table prod/db/other's location", false},
+		{"a member spelled in another case", "POST", "/v1/prod/namespaces/db/tables", `{"Name":"n"}`, nil, "createTable", tbl(""), 400, "", false},
 		{"body too large", "POST", "/v1/prod/namespaces/db/tables/t", `{"updates":[],"x":"` + strings.Repeat("x", 2<<10) + `"}`, nil, "updateTable", tbl("t"), 413, "catalog.max_request_bytes", false},
 		{"an answer's location outside the operator's", "GET", "/v1/prod/namespaces/db/tables/fixed", "", nil, "loadTable", tbl("fixed"), 403, "countersign does not serve this table", true},
 	}

@@ -112,6 +112,25 @@ func TestCatalogLocationOnlyNarrowsSeaweedFS(t *testing.T) {
 	if st, _ := call(t, direct, etl, "GET", "/v1/lake/namespaces/db/tables/evil", ""); st != 404 {
 		t.Errorf("the catalog has table evil: %d", st)
 	}
+	// Both refusals are on the audit trail, under the caller's principal,
+	// with the route's operation and table.
+	refused := map[string]bool{}
+	for _, r := range vh.auditLines(t, "etl-bot") {
+		tbl, _ := r["table"].(map[string]any)
+		if r["decision"] != "deny" || r["status"] != float64(403) || tbl == nil || tbl["prefix"] != "lake" || fmt.Sprint(tbl["namespace"]) != "[db]" {
+			continue
+		}
+		reason := fmt.Sprint(r["reason"])
+		switch {
+		case r["operation"] == "updateTable" && tbl["name"] == "t" && strings.Contains(reason, "refuses the set-location update"):
+			refused["set-location"] = true
+		case r["operation"] == "createTable" && tbl["name"] == "evil" && strings.Contains(reason, "another table countersign knows"):
+			refused["createTable"] = true
+		}
+	}
+	if !refused["set-location"] || !refused["createTable"] {
+		t.Errorf("records of the front's refusals found: %v; want set-location and createTable", refused)
+	}
 
 	// At the catalog itself, which countersign cannot stop: t moved to the
 	// bucket root, then to other's location. A caller whose location of t
