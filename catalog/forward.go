@@ -71,8 +71,8 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 			// The front decides by the request's own method and target;
 			// a catalog (or a framework in front of it) that honours one
 			// of these would execute another route than the one decided.
-			writeError(ctx, http.StatusBadRequest, "BadRequestException",
-				"the request has a "+h+" header, which would make a catalog execute another method or path than the request's; countersign forwards only the request's own method and target: send the request without it", 0)
+			f.refuse(ctx, rec, refusalOf(nil, http.StatusBadRequest,
+				"the request has a "+h+" header, which would make a catalog execute another method or path than the request's; countersign forwards only the request's own method and target: send the request without it", 0), "BadRequestException")
 			return
 		}
 	}
