@@ -100,6 +100,7 @@ func TestOtherSpellingsRefused(t *testing.T) {
 	for _, body := range []string{
 		`{"metadata":{"location":"s3://lake/wh/db/a","Location":"s3://lake/other"}}`,
 		`{"metadata":{"LOCATION":"s3://lake/other"}}`,
+		`{"metadata":{"location":"s3://lake/wh/db/a","Properties":{"s3.secret-access-key":"SECRET"}}}`,
 		`{"metadata":{"location":"s3://lake/wh/db/a"},"Storage-Credentials":[{"prefix":"s3://lake","config":{"s3.secret-access-key":"SECRET"}}]}`,
 		`{"metadata":{"location":"s3://lake/wh/db/a"},"config":{},"CONFIG":{"s3.secret-access-key":"SECRET"}}`,
 		`{"metadata":{"location":"s3://lake/wh/db/a"},"Config":{"s3.secret-access-key":"SECRET"}}`,

@@ -22,10 +22,14 @@ func FuzzAnswer(f *testing.F) {
 	f.Add([]byte(`{"defaults":{"s3.secret-access-key":"x","warehouse":"w"},"overrides":{"prefix":"p"}}`))
 	f.Add([]byte(`{"metadata":{"location":"s3://lake/t"},"config":null,"storage-credentials":null}`))
 	f.Add([]byte(`{"metadata":{"location":"s3://lake/t"},"config":{"S3.Secret-Access-Key":"x","client.region":"r"}}`))
+	f.Add([]byte(`{"metadata":{"location":"s3://lake/t"},"Storage-Credentials":[],"CONFIG":{"s3.secret-access-key":"x"}}`))
+	f.Add([]byte(`{"metadata":{"location":"s3://lake/t","properties":{"s3.endpoint":"e","client.secret-access-key":"x","owner":"o"}}}`))
+	f.Add([]byte(`{"metadata":{"Location":"s3://lake/other","location":"s3://lake/t"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, _, changed, err := inspect(body)
 		if err == nil {
 			doc := strictDoc(t, out)
+			checkPassedOn(t, doc, out)
 			if !changed && string(out) != string(body) {
 				t.Fatalf("unchanged answer rewritten: %s", out)
 			}
@@ -46,6 +50,7 @@ func FuzzAnswer(f *testing.F) {
 			return
 		}
 		doc := strictDoc(t, out)
+		checkPassedOn(t, doc, out)
 		if _, ok := doc[fieldStorageCredentials]; ok {
 			t.Fatalf("storage-credentials passed on: %s", out)
 		}
@@ -72,6 +77,32 @@ func FuzzAnswer(f *testing.F) {
 			t.Fatalf("learned %q, passed on %q", loc, got)
 		}
 	})
+}
+
+// checkPassedOn: an answer passed on has no other spelling of a member
+// the front reads (a case-insensitive decoder would read it), and no
+// client configuration key off the allow-list in metadata.properties.
+func checkPassedOn(t *testing.T, doc map[string]json.RawMessage, out []byte) {
+	t.Helper()
+	if err := spelledExactly(doc, answerMembers...); err != nil {
+		t.Fatalf("answer passed on %v: %s", err, out)
+	}
+	var md struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(doc[fieldMetadata], &m) == nil {
+		if err := spelledExactly(m, "location", "properties"); err != nil {
+			t.Fatalf("metadata passed on %v: %s", err, out)
+		}
+		if json.Unmarshal(m["properties"], &md.Properties) == nil {
+			for k := range md.Properties {
+				if clientProperty(k) && !allowedConfigKey(k) {
+					t.Fatalf("metadata.properties %q passed on: %s", k, out)
+				}
+			}
+		}
+	}
 }
 
 // strictDoc decodes an answer the front passes on, which must be a strict

@@ -192,7 +192,7 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 	if md, ok := doc[fieldMetadata]; ok {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(md, &m) == nil {
-			if err := spelledExactly(m, "location"); err != nil {
+			if err := spelledExactly(m, "location", "properties"); err != nil {
 				return nil, fmt.Errorf("the catalog's answer's metadata %w", err)
 			}
 		}
