@@ -270,6 +270,10 @@ func FuzzTableChange(f *testing.F) {
 		`{"table-changes":[{"updates":[{"action":"set-location","location":"s3://x"}]}]}`,
 		`{"updates":[{"action":"set-location","action":"add-snapshot"}]}`,
 		`{"updates":[{"action":"set-\u006cocation"}]}`,
+		`{"identifier":{"namespace":["db"],"name":"t"},"updates":[]}`,
+		`{"identifier":{"namespace":["db"],"name":"secret"},"updates":[]}`,
+		`{"Identifier":{"namespace":["db"],"Name":"secret"},"updates":[]}`,
+		`{"identifier":{"namespace":["db"],"name":"t","NAME":"secret"},"updates":[]}`,
 		`[]`, ``, `null`,
 	} {
 		f.Add([]byte(s))
@@ -280,7 +284,8 @@ func FuzzTableChange(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, kind := range []changeKind{changeCommit, changeTransaction} {
-			st, _ := fr.decideTableChange(context.Background(), tableChange{kind: kind, what: "t"}, nil, body)
+			table := policyinput.Table{Namespace: []string{"db"}, Name: "t"}
+			st, _ := fr.decideTableChange(context.Background(), tableChange{kind: kind, what: "t", table: table}, nil, body)
 			if st != 0 || checkStrict(body) != nil {
 				continue
 			}
@@ -290,6 +295,9 @@ func FuzzTableChange(f *testing.F) {
 			}
 			if kind == changeCommit && hasSetLocation(doc) {
 				t.Fatalf("commit %s let through", body)
+			}
+			if kind == changeCommit && namesOtherTable(doc) {
+				t.Fatalf("commit naming another table %s let through", body)
 			}
 			if m, ok := doc.(map[string]any); ok && kind == changeTransaction {
 				for k, v := range m {
@@ -305,6 +313,34 @@ func FuzzTableChange(f *testing.F) {
 			}
 		}
 	})
+}
+
+// namesOtherTable is the fuzz oracle for a commit's identifier: an
+// "identifier" member (any case) whose "namespace" or "name" (any case)
+// is other than db.t, as a case-insensitive decoder reads it.
+func namesOtherTable(v any) bool {
+	m, _ := v.(map[string]any)
+	for k, id := range m {
+		if !strings.EqualFold(k, "identifier") || id == nil {
+			continue
+		}
+		im, ok := id.(map[string]any)
+		if !ok {
+			return true
+		}
+		for ik, iv := range im {
+			switch {
+			case strings.EqualFold(ik, "name") && iv != "t":
+				return true
+			case strings.EqualFold(ik, "namespace"):
+				ns, _ := iv.([]any)
+				if len(ns) != 1 || ns[0] != "db" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // hasSetLocation is the fuzz oracle: an "updates" member (any case) whose
