@@ -390,6 +390,10 @@ func checkHeaders(h remotesign.Headers, authority string) error {
 			if _, err := meaningValue(h, name); err != nil {
 				return err
 			}
+		} else if isAmzHeader(name) {
+			if err := checkSignedSpelling(h[i]); err != nil {
+				return err
+			}
 		}
 		switch {
 		case strings.EqualFold(name, "Host"):

@@ -2,6 +2,8 @@ package s3req
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/remotesign"
 )
@@ -59,4 +61,37 @@ func meaningValue(h remotesign.Headers, name string) (string, error) {
 		}
 	}
 	return v, nil
+}
+
+// isAmzHeader reports an x-amz-* header: S3 requires every one to be
+// signed, so its value is fixed by the signature, and policies read
+// their values (x-amz-acl, x-amz-storage-class, x-amz-server-side-
+// encryption, x-amz-meta-*).
+func isAmzHeader(name string) bool {
+	const p = "x-amz-"
+	return len(name) > len(p) && strings.EqualFold(name[:len(p)], p)
+}
+
+// checkSignedSpelling refuses an x-amz-* header the policy would read in
+// another spelling than the one signed: SigV4 signs each value trimmed
+// (TrimSpace: spaces, tabs, Unicode white space) with runs of spaces
+// collapsed, and several lines joined with ','. A policy refusing
+// "x-amz-storage-class: GLACIER" saw "GLACIER " as another value, and
+// the holder of the signature sent "GLACIER" under it; it saw two lines
+// "x, GLACIER" where a server reads the first or the last. So each such
+// header is one line, already in its signed spelling.
+func checkSignedSpelling(h remotesign.Header) error {
+	if len(h.Values) != 1 {
+		return malformed("header %s must have exactly one value (sent as one line), has %d: SigV4 signs several lines joined with ',', and servers read one of them", truncate(h.Name), len(h.Values))
+	}
+	v := h.Values[0]
+	if v == "" {
+		return nil
+	}
+	first, _ := utf8.DecodeRuneInString(v)
+	last, _ := utf8.DecodeLastRuneInString(v)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) || strings.Contains(v, "  ") {
+		return malformed("header %s has white space at an end or a run of spaces: SigV4 signs the value trimmed and collapsed, so the policy would decide on another spelling than the one signed; send %q", truncate(h.Name), truncate(strings.Join(strings.Fields(v), " ")))
+	}
+	return nil
 }

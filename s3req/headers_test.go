@@ -90,3 +90,39 @@ func TestMeaningHeadersOneSpelling(t *testing.T) {
 		}
 	}
 }
+
+// TestAmzHeadersSignedSpelling: an x-amz-* header's value reaches the
+// policy as sent, and SigV4 signs it trimmed, collapsed and with lines
+// joined by ','. A policy denying x-amz-storage-class GLACIER allowed
+// "GLACIER " (another value to it), and the signature then covered
+// "GLACIER". Such spellings are refused; the signed spelling passes.
+func TestAmzHeadersSignedSpelling(t *testing.T) {
+	c := testClassifier(t)
+	const uri = "http://localhost:7070/lake/wh/a.parquet"
+	for _, h := range []remotesign.Headers{
+		hdrs("x-amz-storage-class", "GLACIER "),
+		hdrs("x-amz-storage-class", " GLACIER"),
+		hdrs("X-Amz-Storage-Class", "GLACIER\t"),
+		hdrs("x-amz-server-side-encryption", "AES256\u00a0"),
+		hdrs("x-amz-server-side-encryption", "\u2003AES256"),
+		hdrs("x-amz-meta-class", "top  secret"),
+		{{Name: "x-amz-storage-class", Values: []string{"STANDARD", "GLACIER"}}},
+		{{Name: "x-amz-meta-a", Values: []string{"x", "y"}}},
+	} {
+		if _, err := c.Classify(req("PUT", uri, h)); err == nil || !strings.Contains(err.Error(), h[0].Name) {
+			t.Errorf("%q: %v, want a refusal naming the header", h, err)
+		}
+	}
+	for _, h := range []remotesign.Headers{
+		hdrs("x-amz-storage-class", "GLACIER"),
+		hdrs("x-amz-meta-class", "top secret"),
+		hdrs("x-amz-meta-empty", ""),
+		hdrs("x-amz-server-side-encryption", "aws:kms"),
+		{{Name: "amz-sdk-request", Values: []string{"attempt=1", "max=4"}}},
+		hdrs("Content-Type", "text/plain; charset=utf-8"),
+	} {
+		if _, err := c.Classify(req("PUT", uri, h)); err != nil {
+			t.Errorf("%q: %v", h, err)
+		}
+	}
+}

@@ -126,7 +126,7 @@ var oracleSeeds = func() [][4]string {
 		{"GET", "http://localhost:7070/lake?list-type=2&prefix=wh%2Fdb%2F&delimiter=%2F", "", ""},
 		{"GET", "http://localhost:7070/lake/wh/%252F..%252Fother", "Host: localhost:7070", ""},
 		{"DELETE", "http://localhost:7070/lake/wh/k?uploadId=u1", "X-Amz-Date: 20200101T000000Z", ""},
-		{"PUT", "http://lake.localhost:7070/wh/k?tagging", "x-amz-acl: private\nx-amz-meta-a: 1\nx-amz-meta-a: 2", ""},
+		{"PUT", "http://lake.localhost:7070/wh/k?tagging", "x-amz-acl: private\nx-amz-meta-a: 1\nX-Multi: 1\nX-Multi: 2", ""},
 	}
 }()
 
