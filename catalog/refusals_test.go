@@ -26,12 +26,13 @@ func TestFrontRecordsItsRefusals(t *testing.T) {
 	}
 	log := recordRefusals(t, f)
 	front := serveFront(t, f)
-	send := func(method, path, body string, authz ...string) (*http.Response, string) {
+	send := func(method, path, body string, hdr ...string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, front+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer tok")
-		for _, a := range authz {
-			req.Header.Add("Authorization", a)
+		for _, h := range hdr {
+			name, value, _ := strings.Cut(h, ": ")
+			req.Header.Add(name, value)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -47,7 +48,7 @@ func TestFrontRecordsItsRefusals(t *testing.T) {
 	setLocation := `{"requirements":[],"updates":[{"action":"set-location","location":"s3://lake"}]}`
 	cases := []struct {
 		name, method, path, body string
-		authz                    []string
+		hdr                      []string
 		op                       string
 		table                    *policyinput.Table
 		status                   int
@@ -57,7 +58,8 @@ func TestFrontRecordsItsRefusals(t *testing.T) {
 		{"a spelling refused", "GET", "/v1/namespaces/db%2Ftables%2Fsecret", "", nil, OperationUnknown, nil, 400, "%2F", false},
 		{"no route", "GET", "/v1/nothing/here", "", nil, OperationUnknown, nil, 404, "no route", false},
 		{"a method the route has not", "DELETE", "/v1/config", "", nil, OperationUnknown, nil, 405, "", false},
-		{"two Authorization headers", "GET", "/v1/config", "", []string{"Bearer other"}, OperationUnknown, nil, 400, "more than one Authorization header", false},
+		{"two Authorization headers", "GET", "/v1/config", "", []string{"Authorization: Bearer other"}, OperationUnknown, nil, 400, "more than one Authorization header", false},
+		{"a header that reroutes", "GET", "/v1/config", "", []string{"X-HTTP-Method-Override: DELETE"}, OperationUnknown, nil, 400, "X-Http-Method-Override header", false},
 		{"countersign's own route", "POST", "/v1/prod/namespaces/db/tables/t/sign", "{}", nil, "signRequest", tbl("t"), 404, "does not forward signRequest", false},
 		{"set-location", "POST", "/v1/prod/namespaces/db/tables/t", setLocation, nil, "updateTable", tbl("t"), 403, "refuses the set-location update", false},
 		{"create outside the root", "POST", "/v1/prod/namespaces/db/tables", `{"name":"n","location":"s3://lake/"}`, nil, "createTable", tbl("n"), 403, "not strictly under", false},
@@ -67,7 +69,7 @@ func TestFrontRecordsItsRefusals(t *testing.T) {
 		{"an answer's location outside the operator's", "GET", "/v1/prod/namespaces/db/tables/fixed", "", nil, "loadTable", tbl("fixed"), 403, "countersign does not serve this table", true},
 	}
 	for _, c := range cases {
-		resp, body := send(c.method, c.path, c.body, c.authz...)
+		resp, body := send(c.method, c.path, c.body, c.hdr...)
 		if resp.StatusCode != c.status || !strings.Contains(body, c.msg) {
 			t.Errorf("%s: %d %s; want %d naming %q", c.name, resp.StatusCode, body, c.status, c.msg)
 		}
