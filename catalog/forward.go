@@ -515,6 +515,10 @@ func errorMessage(data []byte) string {
 	return truncate(e.Error.Message)
 }
 
+// writeError answers in Iceberg's error model. A refusal of the front's
+// own goes through refuse (refusals.go), which records it first; only
+// what the catalog's failure or answer causes (502, 504, a withheld error
+// answer) is written here directly.
 func writeError(ctx *fasthttp.RequestCtx, status int, typ, msg string, retryAfter int) {
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
