@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -100,7 +101,14 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 	}
 	// The bodies the front reads are read whole (body.go); the others
 	// stream to the catalog.
-	rb, refused := f.requestBody(ctx, changeOf(&rt, path).kind != changeNone || rt.Op() == OpRenameTable)
+	reads := changeOf(&rt, path).kind != changeNone || rt.Op() == OpRenameTable
+	if reads {
+		if msg := bodyEncoding(ctx); msg != "" {
+			f.refuse(ctx, rec, refusalOf(&rt, http.StatusBadRequest, msg, 0), "BadRequestException")
+			return
+		}
+	}
+	rb, refused := f.requestBody(ctx, reads)
 	if refused != nil {
 		f.refuse(ctx, rec, refusalOf(&rt, refused.status, refused.msg, refused.retryAfter), "BadRequestException")
 		return
@@ -578,4 +586,28 @@ func renamed(body []byte, member string) (policyinput.Table, bool) {
 	}
 	name := stringMember(id, "name")
 	return policyinput.Table{Namespace: ns, Name: name}, name != "" && len(ns) > 0
+}
+
+// bodyEncoding is "" when a body the front reads is read by the catalog
+// as the same text: no Content-Encoding, and UTF-8 if a charset is named.
+// A servlet catalog decodes a body by the Content-Type's charset
+// (Iceberg's RESTCatalogServlet reads request.getReader()): as ISO-8859-1
+// the name "ä" the front checks and learns is the table "Ã¤" the catalog
+// creates.
+func bodyEncoding(ctx *fasthttp.RequestCtx) string {
+	if ce := strings.TrimSpace(string(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding))); ce != "" && !strings.EqualFold(ce, "identity") {
+		return "the request body has Content-Encoding " + quoteShort(ce) + "; countersign reads this route's body to decide it, and accepts it only unencoded"
+	}
+	ct := string(ctx.Request.Header.ContentType())
+	if ct == "" {
+		return ""
+	}
+	_, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "the request's Content-Type " + quoteShort(ct) + " does not parse: " + err.Error()
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return "the request body's charset is " + quoteShort(cs) + "; countersign reads this route's body as UTF-8 and accepts only charset=utf-8 (or none)"
+	}
+	return ""
 }

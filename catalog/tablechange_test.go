@@ -444,3 +444,55 @@ func TestHiddenTableNotForgotten(t *testing.T) {
 		t.Fatalf("after t was dropped: %d %s", st, b)
 	}
 }
+
+// TestReadBodiesDecodedAsUTF8: the bodies the front reads (a table's name
+// and location) must be the text the catalog reads. A servlet decodes by
+// the Content-Type's charset; a compressed body is decoded by the catalog,
+// not the front. Both are refused before anything is forwarded.
+func TestReadBodiesDecodedAsUTF8(t *testing.T) {
+	up, got := recordingUpstream(t, http.StatusOK, `{"metadata":{"location":"s3://lake/wh/db/x"}}`, map[string]string{"Content-Type": "application/json"})
+	front := serveFront(t, newFront(t, Config{Upstream: up.URL}, nil))
+	post := func(path, body string, hdr ...string) int {
+		req, _ := http.NewRequest("POST", front+path, strings.NewReader(body))
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	create := `{"name":"ä","schema":{}}`
+	for _, c := range []struct{ path, ct, ce string }{
+		{"/v1/namespaces/db/tables", "application/json; charset=ISO-8859-1", ""},
+		{"/v1/namespaces/db/tables", "application/json; charset=utf-16", ""},
+		{"/v1/namespaces/db/register", "application/json;charset=windows-1252", ""},
+		{"/v1/namespaces/db/tables/t", "application/json; charset=latin1", ""},
+		{"/v1/transactions/commit", "application/json; charset=\"iso-8859-1\"", ""},
+		{"/v1/tables/rename", "application/json; charset=ascii", ""},
+		{"/v1/namespaces/db/tables", "application/json; charset", ""},
+		{"/v1/namespaces/db/tables", "application/json", "gzip"},
+	} {
+		if st := post(c.path, create, "Content-Type", c.ct, "Content-Encoding", c.ce); st != http.StatusBadRequest {
+			t.Errorf("%s %q %q: %d", c.path, c.ct, c.ce, st)
+		}
+		select {
+		case s := <-got:
+			t.Fatalf("%s %q reached the catalog: %s", c.path, c.ct, s.body)
+		default:
+		}
+	}
+	for _, ct := range []string{"application/json", "application/json; charset=UTF-8", "application/json;charset=utf-8", ""} {
+		if st := post("/v1/namespaces/db/tables", create, "Content-Type", ct); st != http.StatusOK {
+			t.Errorf("%q: %d", ct, st)
+		}
+		<-got
+	}
+	// A route whose body the front does not read streams it as it came.
+	if st := post("/v1/namespaces/db/properties", `{"updates":{}}`, "Content-Type", "application/json; charset=ISO-8859-1"); st != http.StatusOK {
+		t.Errorf("updateProperties: %d", st)
+	}
+	<-got
+}
