@@ -115,6 +115,15 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 	}
 	defer rb.close()
 	body := rb.whole
+	if reads && !isJSONMediaType(ctx) && slices.ContainsFunc(body, func(c byte) bool { return c >= 0x80 }) {
+		// Without a charset a servlet reads a body that is not
+		// application/json as ISO-8859-1 (the reference RESTCatalogServer
+		// creates "Ã©" from the UTF-8 "é"); ASCII reads the same either way.
+		f.refuse(ctx, rec, refusalOf(&rt, http.StatusBadRequest,
+			"the request body has non-ASCII characters but its Content-Type is "+quoteShort(string(ctx.Request.Header.ContentType()))+
+				", which a catalog may read as ISO-8859-1; send Content-Type: application/json", 0), "BadRequestException")
+		return
+	}
 	if op := rt.Op(); op == OpCreateTable || op == OpRegisterTable {
 		// createTable, registerTable: the table's name is in the body. The
 		// catalog may read another "name" than encoding/json would, and
@@ -610,4 +619,12 @@ func bodyEncoding(ctx *fasthttp.RequestCtx) string {
 		return "the request body's charset is " + quoteShort(cs) + "; countersign reads this route's body as UTF-8 and accepts only charset=utf-8 (or none)"
 	}
 	return ""
+}
+
+// isJSONMediaType reports whether the request's Content-Type is
+// application/json (or a +json type), which servlet containers read as
+// UTF-8 when no charset is named.
+func isJSONMediaType(ctx *fasthttp.RequestCtx) bool {
+	mt, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }

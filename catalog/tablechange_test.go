@@ -484,9 +484,21 @@ func TestReadBodiesDecodedAsUTF8(t *testing.T) {
 		default:
 		}
 	}
-	for _, ct := range []string{"application/json", "application/json; charset=UTF-8", "application/json;charset=utf-8", ""} {
-		if st := post("/v1/namespaces/db/tables", create, "Content-Type", ct); st != http.StatusOK {
-			t.Errorf("%q: %d", ct, st)
+	// Without a charset, a servlet reads only application/json as UTF-8.
+	for _, ct := range []string{"", "text/plain", "application/octet-stream"} {
+		if st := post("/v1/namespaces/db/tables", create, "Content-Type", ct); st != http.StatusBadRequest {
+			t.Errorf("non-ASCII body as %q: %d", ct, st)
+		}
+		select {
+		case s := <-got:
+			t.Fatalf("%q reached the catalog: %s", ct, s.body)
+		default:
+		}
+	}
+	for _, c := range [][2]string{{"application/json", create}, {"application/json; charset=UTF-8", create}, {"Application/JSON;charset=utf-8", create},
+		{"", `{"name":"\u00e4","schema":{}}`}, {"text/plain", `{"name":"\u00e4","schema":{}}`}} {
+		if st := post("/v1/namespaces/db/tables", c[1], "Content-Type", c[0]); st != http.StatusOK {
+			t.Errorf("%q %s: %d", c[0], c[1], st)
 		}
 		<-got
 	}
