@@ -277,7 +277,7 @@ func TestReroutingHeadersRefused(t *testing.T) {
 		{"X-HTTP-Method-Override", "DELETE"}, {"x-http-method-override", "POST"}, {"X-HTTP-Method", "DELETE"},
 		{"X-Method-Override", "DELETE"}, {"X-Original-URL", "/v1/namespaces/db/tables/secret"},
 		{"X-Rewrite-URL", "/v1/namespaces/db/tables/secret"}, {"X-Original-Method", "DELETE"},
-		{"X-HTTP-Method-Override", ""},
+		{"X-HTTP-Method-Override", ""}, {"X_HTTP_Method_Override", "DELETE"}, {"x_original_url", "/v1/namespaces/db/tables/secret"},
 	} {
 		if st := rawRequest(t, front, "GET", "/v1/namespaces/db/tables", h[0], h[1]); st != http.StatusBadRequest {
 			t.Errorf("%s: %q: %d", h[0], h[1], st)

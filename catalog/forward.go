@@ -68,7 +68,10 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx, _, base string, v Vendor, rec Re
 		return
 	}
 	for k := range ctx.Request.Header.All() {
-		if h := string(k); slices.ContainsFunc(rerouting, func(r string) bool { return strings.EqualFold(r, h) }) {
+		// CGI-style servers read "X_HTTP_Method_Override" as the same
+		// header as "X-HTTP-Method-Override".
+		h := string(k)
+		if n := strings.ReplaceAll(h, "_", "-"); slices.ContainsFunc(rerouting, func(r string) bool { return strings.EqualFold(r, n) }) {
 			// The front decides by the request's own method and target;
 			// a catalog (or a framework in front of it) that honours one
 			// of these would execute another route than the one decided.
