@@ -299,8 +299,10 @@ func CheckPrefix(prefix, what string) error {
 // copy-source keys, DeleteObjects keys, list prefixes, vended prefixes):
 // at most 1024 bytes of valid UTF-8 without control characters
 // (checkText), and unless unsafe keys are allowed, no '\' (SeaweedFS reads
-// it as '/', so wh\secret is wh/secret there) and no empty, "." or ".."
-// segment (a prefix may end in an empty one).
+// it as '/', so wh\secret is wh/secret there), no empty, "." or ".."
+// segment (a prefix may end in an empty one), and no segment naming
+// SeaweedFS's folders of versions or uploads (a prefix may end in a
+// partial one).
 func checkKeyText(s, what string, prefix, unsafe bool) error {
 	if len(s) > maxKeyBytes {
 		return malformed("%s is longer than %d bytes", what, maxKeyBytes)
@@ -321,6 +323,10 @@ func checkKeyText(s, what string, prefix, unsafe bool) error {
 			return malformed("%s %q has an empty path segment", what, truncate(s))
 		case seg == "." || seg == "..":
 			return malformed("%s %q has a %q path segment", what, truncate(s), seg)
+		case strings.HasSuffix(seg, versionsFolder) && (more || !prefix):
+			return malformed("%s %q has a segment ending in %q, the folder where SeaweedFS keeps an object's versions: a key under it reads or removes a version of another object, without the version action", what, truncate(s), versionsFolder)
+		case seg == uploadsFolder && rest == s:
+			return malformed("%s %q starts with %q, the folder where SeaweedFS keeps the parts of every multipart upload", what, truncate(s), uploadsFolder)
 		}
 		if !more {
 			return nil
@@ -328,6 +334,16 @@ func checkKeyText(s, what string, prefix, unsafe bool) error {
 		rest = after
 	}
 }
+
+// SeaweedFS stores an object's versions as the files of a folder named
+// after the key with this suffix, and serves them as keys of their own:
+// GET wh/t.parquet.versions/v_<id> answered that version of wh/t.parquet
+// as a GetObject, so a policy's exact key and its version actions did
+// not hold. Its multipart uploads live under the bucket's uploadsFolder.
+const (
+	versionsFolder = ".versions"
+	uploadsFolder  = ".uploads"
+)
 
 // CheckBucket reports whether name is a bucket name by S3's naming rules,
 // as the classifier applies them to requests; vending applies them to the

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/remotesign"
 )
 
 // copySourceReaders model how S3 servers read x-amz-copy-source, from
@@ -373,5 +375,44 @@ func TestRenameSourceRefused(t *testing.T) {
 	// (the server refuses it; SeaweedFS refuses an unsigned x-amz-* header).
 	if r, err := c.Classify(req("PUT", "http://localhost:7070/lake/wh/ok.parquet?renameObject", nil)); err != nil || r.Operation != "RenameObject" || len(r.Targets) != 1 {
 		t.Errorf("RenameObject without a source: %+v %v", r, err)
+	}
+}
+
+// TestSeaweedFSFoldersRefused: SeaweedFS keeps an object's versions as the
+// files of "<key>.versions/" and served GET wh/p/pii.parquet.versions/v_<id>
+// as a GetObject of that version of wh/p/pii.parquet: a key the policy
+// never decided, read without the version action. Keys, copy sources,
+// DeleteObjects keys and list prefixes naming that folder, or the
+// bucket's ".uploads" folder, are refused; keys that only resemble them
+// pass.
+func TestSeaweedFSFoldersRefused(t *testing.T) {
+	c := testClassifier(t)
+	const base = "http://localhost:7070/lake/"
+	refused := []*remotesign.Request{
+		req("GET", base+"wh/p/pii.parquet.versions/v_0123", nil),
+		req("DELETE", base+"wh/p/pii.parquet.versions/v_0123", nil),
+		req("DELETE", base+"wh/p/pii.parquet.versions", nil),
+		req("GET", base+".uploads/abc/0001_x.part", nil),
+		req("PUT", base+"wh/out", hdrs("x-amz-copy-source", "lake/wh/p/pii.parquet.versions/v_0123")),
+		req("GET", base+"?list-type=2&prefix=wh%2Fp%2Fpii.parquet.versions%2F", nil),
+		req("GET", base+"?list-type=2&prefix=.uploads%2F", nil),
+	}
+	del := `<Delete><Object><Key>wh/p/pii.parquet.versions/v_0123</Key></Object></Delete>`
+	d := req("POST", base+"?delete", nil)
+	d.Body, d.HasBody = del, true
+	refused = append(refused, d)
+	for _, in := range refused {
+		if _, err := c.Classify(in); err == nil || !strings.Contains(err.Error(), "SeaweedFS") {
+			t.Errorf("%s %s %v: %v, want a refusal naming SeaweedFS's folder", in.Method, in.URI, in.Headers, err)
+		}
+	}
+	for _, uri := range []string{
+		base + "wh/p/versions/a", base + "wh/p/a.versionsx/b", base + "wh/p/x.versions.parquet",
+		base + "wh/.uploadsx/a", base + "wh/.uploads/a",
+		base + "?list-type=2&prefix=wh%2Fp%2Fpii.parquet.versions",
+	} {
+		if _, err := c.Classify(req("GET", uri, nil)); err != nil {
+			t.Errorf("GET %s: %v", uri, err)
+		}
 	}
 }
