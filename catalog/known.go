@@ -11,7 +11,6 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/countersign/countersign/internal/policyinput"
-	"github.com/countersign/countersign/policy"
 )
 
 // knownTables is the location of every table the front has seen, by the
@@ -34,7 +33,7 @@ type knownTables struct {
 // knownTable is a table's location, and a path to ask the catalog about
 // it again.
 type knownTable struct {
-	loc  policy.Location
+	loc  policyinput.Location
 	path string
 	// by is the token hash of the caller whose answer admitted the
 	// table: only that caller's "no such table" forgets it (another
@@ -68,7 +67,7 @@ func (e *overlapError) Error() string {
 // for another table's location ("" and nil: the catalog no longer has it).
 // table is the table's identity (tableKey), path a path of it.
 func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bool, by [32]byte, recheck func(ctx context.Context, path string) (string, error)) error {
-	l, ok := policy.ParseLocation(loc)
+	l, ok := policyinput.ParseLocation(loc)
 	if !ok {
 		return fmt.Errorf("the location %s is not an s3:// location", loc)
 	}
@@ -87,7 +86,7 @@ func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bo
 		}
 		k.mu.Unlock()
 		now, err := recheck(ctx, known.path)
-		nl, moved := policy.ParseLocation(now)
+		nl, moved := policyinput.ParseLocation(now)
 		gone := err == nil && now == ""
 		if err != nil || moved && nl == known.loc || gone && known.by != by {
 			// The other table is still there (or cannot be asked about),
@@ -110,7 +109,7 @@ func (k *knownTables) admit(ctx context.Context, table, path, loc string, add bo
 }
 
 // conflict is a known table other than table whose location overlaps l.
-func (k *knownTables) conflict(table string, l policy.Location) (string, knownTable, bool) {
+func (k *knownTables) conflict(table string, l policyinput.Location) (string, knownTable, bool) {
 	for _, other := range k.tables.Keys() {
 		o, ok := k.tables.Peek(other)
 		if !ok || other == table {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/internal/policyinput"
 )
 
 // TableLocation is the location ("s3://bucket/path/") that the policy's
@@ -148,41 +150,10 @@ func rootKeys(t *Table) []string {
 }
 
 // Location is an S3 location as deploy/policies/lib/location.rego reads
-// it: a bucket and a key prefix that is "" (the whole bucket) or ends in
-// "/".
-type Location struct {
-	Bucket, Prefix string
-}
+// it (policyinput.Location: the catalog front uses it without linking
+// OPA).
+type Location = policyinput.Location
 
 // ParseLocation reads "s3://bucket/path" (or s3a://, s3n://) the way
 // location.parse does: ok is false for any other scheme or no bucket.
-func ParseLocation(s string) (Location, bool) {
-	for _, scheme := range []string{"s3://", "s3a://", "s3n://"} {
-		rest, ok := strings.CutPrefix(s, scheme)
-		if !ok {
-			continue
-		}
-		bucket, prefix, _ := strings.Cut(rest, "/")
-		if bucket == "" {
-			return Location{}, false
-		}
-		if prefix != "" && !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
-		return Location{Bucket: bucket, Prefix: prefix}, true
-	}
-	return Location{}, false
-}
-
-// Within reports whether l is o or lies under it.
-func (l Location) Within(o Location) bool {
-	return l.Bucket == o.Bucket && strings.HasPrefix(l.Prefix, o.Prefix)
-}
-
-// StrictlyWithin reports whether l lies under o and is not o.
-func (l Location) StrictlyWithin(o Location) bool {
-	return l.Within(o) && l.Prefix != o.Prefix
-}
-
-// String is the location as s3://bucket/prefix.
-func (l Location) String() string { return "s3://" + l.Bucket + "/" + l.Prefix }
+func ParseLocation(s string) (Location, bool) { return policyinput.ParseLocation(s) }
