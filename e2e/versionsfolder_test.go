@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"os"
@@ -93,5 +94,78 @@ allow if {
 				t.Fatalf("GET of the allowed object: %s %d %q", b.name, code, body)
 			}
 		})
+	}
+}
+
+// TestUploadFolderRefused: versitygw's posix backend keeps the parts of a
+// multipart upload under the bucket's ".sgwtmp" folder and serves them as
+// keys: with a policy denying wh/u/pii.parquet, a signed GET of
+// .sgwtmp/multipart/<sha256 of the key>/<upload id>/1 (decided as another
+// key) answered the in-progress part of the denied object's upload, and a
+// PUT there would replace it. Such keys are now refused. (SeaweedFS's
+// ".uploads" is refused by the same rule; its part files are not served
+// under a name a client can know.)
+func TestUploadFolderRefused(t *testing.T) {
+	srv := startS3(t)
+	srv.CreateBucket(t, "lake")
+	admin := srv.AdminClient()
+	h := &harness{s3: srv, ctx: t.Context()}
+	const key = "wh/u/pii.parquet"
+	cu, err := admin.CreateMultipartUpload(h.ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("lake"), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UploadPart(h.ctx, &s3.UploadPartInput{Bucket: aws.String("lake"), Key: aws.String(key), UploadId: cu.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("in-progress pii")}); err != nil {
+		t.Fatal(err)
+	}
+	h.adminPut(t, "lake", "wh/u/ok.parquet", []byte("ok"))
+	policyDir := t.TempDir()
+	policy := `package countersign.authz
+
+default allow := false
+
+allow if {
+	"engineers" in input.principal.groups
+	input.resource.bucket == "lake"
+	input.resource.key != "wh/u/pii.parquet"
+}
+`
+	if err := os.WriteFile(filepath.Join(policyDir, "authz.rego"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shipped, _ := filepath.Abs("testdata/policy")
+	cfg := baseConfig(t, srv.Port)
+	if !strings.Contains(cfg, fmt.Sprintf("%q", shipped)) {
+		t.Fatal("base configuration's policy path not found; update this test")
+	}
+	h.cs = startCountersign(t, strings.Replace(cfg, fmt.Sprintf("%q", shipped), fmt.Sprintf("%q", policyDir), 1), secretEnv()...)
+	P := styles(srv.Port)[0]
+	part := fmt.Sprintf(".sgwtmp/multipart/%x/%s/1", sha256.Sum256([]byte(key)), aws.ToString(cu.UploadId))
+	for _, method := range []string{"GET", "PUT"} {
+		hdr := map[string][]string{"User-Agent": {"e2e"}}
+		var body []byte
+		if method == "PUT" {
+			body = []byte("replaced")
+			hdr["Content-Length"] = []string{"8"}
+		}
+		status, res, ierr, _ := h.cs.sign(t, "", signRequest{Region: testRegion, URI: P.object("lake", awsEscape(part)), Method: method, Headers: hdr})
+		if status == http.StatusOK {
+			code, out := srv.send(t, method, res.URI, res.Headers, body)
+			t.Errorf("%s %s signed; versitygw answered %d %q", method, part, code, out)
+			continue
+		}
+		if status != http.StatusBadRequest || !strings.Contains(ierr.Error.Message, ".sgwtmp") {
+			t.Errorf("%s %s: %d %+v, want 400 naming the folder", method, part, status, ierr)
+		}
+	}
+	// The negative: the allowed object is signed and read.
+	status, res, ierr, _ := h.cs.sign(t, "", signRequest{Region: testRegion, URI: P.object("lake", "wh/u/ok.parquet"), Method: "GET",
+		Headers: map[string][]string{"User-Agent": {"e2e"}}})
+	if status != http.StatusOK {
+		t.Fatalf("GET of the allowed object: %d %+v", status, ierr)
+	}
+	if code, out := srv.send(t, "GET", res.URI, res.Headers, nil); code != http.StatusOK || string(out) != "ok" {
+		t.Fatalf("GET of the allowed object: %d %q", code, out)
 	}
 }

@@ -325,8 +325,8 @@ func checkKeyText(s, what string, prefix, unsafe bool) error {
 			return malformed("%s %q has a %q path segment", what, truncate(s), seg)
 		case strings.HasSuffix(seg, versionsFolder) && (more || !prefix):
 			return malformed("%s %q has a segment ending in %q, the folder where SeaweedFS keeps an object's versions: a key under it reads or removes a version of another object, without the version action", what, truncate(s), versionsFolder)
-		case seg == uploadsFolder && rest == s:
-			return malformed("%s %q starts with %q, the folder where SeaweedFS keeps the parts of every multipart upload", what, truncate(s), uploadsFolder)
+		case rest == s && isInternalFolder(seg):
+			return malformed("%s %q starts with %q, a folder where an S3 server keeps its own files (SeaweedFS's and versitygw's multipart upload parts): a key under it reads or writes another object's upload", what, truncate(s), seg)
 		}
 		if !more {
 			return nil
@@ -339,11 +339,17 @@ func checkKeyText(s, what string, prefix, unsafe bool) error {
 // after the key with this suffix, and serves them as keys of their own:
 // GET wh/t.parquet.versions/v_<id> answered that version of wh/t.parquet
 // as a GetObject, so a policy's exact key and its version actions did
-// not hold. Its multipart uploads live under the bucket's uploadsFolder.
-const (
-	versionsFolder = ".versions"
-	uploadsFolder  = ".uploads"
-)
+// not hold.
+const versionsFolder = ".versions"
+
+// isInternalFolder reports a bucket's top-level folder where a server
+// keeps its own files and serves them as keys: SeaweedFS's ".uploads",
+// versitygw's (posix) ".sgwtmp", where GET
+// .sgwtmp/multipart/<sha256 of the key>/<upload id>/1 answered the
+// in-progress part of another key's upload.
+func isInternalFolder(seg string) bool {
+	return seg == ".uploads" || seg == ".sgwtmp"
+}
 
 // CheckBucket reports whether name is a bucket name by S3's naming rules,
 // as the classifier applies them to requests; vending applies them to the

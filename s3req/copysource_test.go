@@ -383,8 +383,9 @@ func TestRenameSourceRefused(t *testing.T) {
 // as a GetObject of that version of wh/p/pii.parquet: a key the policy
 // never decided, read without the version action. Keys, copy sources,
 // DeleteObjects keys and list prefixes naming that folder, or the
-// bucket's ".uploads" folder, are refused; keys that only resemble them
-// pass.
+// bucket's ".uploads" (SeaweedFS) or ".sgwtmp" (versitygw, whose GET
+// .sgwtmp/multipart/<hash>/<upload>/1 answered another key's in-progress
+// part) folders, are refused; keys that only resemble them pass.
 func TestSeaweedFSFoldersRefused(t *testing.T) {
 	c := testClassifier(t)
 	const base = "http://localhost:7070/lake/"
@@ -393,22 +394,25 @@ func TestSeaweedFSFoldersRefused(t *testing.T) {
 		req("DELETE", base+"wh/p/pii.parquet.versions/v_0123", nil),
 		req("DELETE", base+"wh/p/pii.parquet.versions", nil),
 		req("GET", base+".uploads/abc/0001_x.part", nil),
+		req("GET", base+".sgwtmp/multipart/abc/def/1", nil),
+		req("PUT", base+".sgwtmp/multipart/abc/def/1", nil),
 		req("PUT", base+"wh/out", hdrs("x-amz-copy-source", "lake/wh/p/pii.parquet.versions/v_0123")),
 		req("GET", base+"?list-type=2&prefix=wh%2Fp%2Fpii.parquet.versions%2F", nil),
 		req("GET", base+"?list-type=2&prefix=.uploads%2F", nil),
+		req("GET", base+"?list-type=2&prefix=.sgwtmp", nil),
 	}
 	del := `<Delete><Object><Key>wh/p/pii.parquet.versions/v_0123</Key></Object></Delete>`
 	d := req("POST", base+"?delete", nil)
 	d.Body, d.HasBody = del, true
 	refused = append(refused, d)
 	for _, in := range refused {
-		if _, err := c.Classify(in); err == nil || !strings.Contains(err.Error(), "SeaweedFS") {
-			t.Errorf("%s %s %v: %v, want a refusal naming SeaweedFS's folder", in.Method, in.URI, in.Headers, err)
+		if _, err := c.Classify(in); err == nil || !strings.Contains(err.Error(), "folder") {
+			t.Errorf("%s %s %v: %v, want a refusal naming the server's folder", in.Method, in.URI, in.Headers, err)
 		}
 	}
 	for _, uri := range []string{
 		base + "wh/p/versions/a", base + "wh/p/a.versionsx/b", base + "wh/p/x.versions.parquet",
-		base + "wh/.uploadsx/a", base + "wh/.uploads/a",
+		base + "wh/.uploadsx/a", base + "wh/.uploads/a", base + "wh/.sgwtmp/a", base + ".sgwtmpx/a",
 		base + "?list-type=2&prefix=wh%2Fp%2Fpii.parquet.versions",
 	} {
 		if _, err := c.Classify(req("GET", uri, nil)); err != nil {
