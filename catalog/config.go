@@ -61,6 +61,16 @@ type Config struct {
 	// that answers and refuses ends it at once). 0 keeps the default; a
 	// negative value turns the grace off.
 	LocationStaleGrace time.Duration `yaml:"location_stale_grace"`
+	// NamespaceSeparator is the separator of namespace levels in the
+	// catalog's paths, percent-encoded as in its /v1/config
+	// ("namespace-separator", e.g. "%1F"). Set, it is used as given.
+	// Unset, it is read once at start from the catalog's /v1/config, asked
+	// by countersign itself ("%1F" when that fails). A client's own
+	// /v1/config answer never changes it: it is the catalog's answer to
+	// parameters the client chose, and the separator decides how every
+	// caller's paths split into namespace levels. An answer naming another
+	// separator is refused (502), naming this key.
+	NamespaceSeparator string `yaml:"namespace_separator"`
 	// LocationCacheSize bounds the remembered (caller, table) locations
 	// (default 10000).
 	LocationCacheSize int `yaml:"location_cache_size"`
@@ -132,6 +142,11 @@ func (c *Config) Validate() error {
 	if c.PublicURL != "" {
 		if _, err := parseBase("catalog.public_url", c.PublicURL); err != nil {
 			return err
+		}
+	}
+	if c.NamespaceSeparator != "" {
+		if d, err := url.PathUnescape(c.NamespaceSeparator); err != nil || d == "" {
+			return fmt.Errorf("catalog.namespace_separator: %q is not a percent-encoded separator such as %%1F", c.NamespaceSeparator)
 		}
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {

@@ -281,7 +281,9 @@ func (f *Front) answer(ctx *fasthttp.RequestCtx, rt *Route, data []byte, v Vendo
 		if err != nil {
 			return nil, err
 		}
-		f.learnSeparator(doc)
+		if err := f.checkSeparator(doc); err != nil {
+			return nil, err
+		}
 		return out, nil
 	case treatTable:
 		tr := *rt

@@ -115,6 +115,9 @@ func New(o Options) (*Front, error) {
 		locationPolicy: o.Locations,
 	}
 	sep := DefaultNamespaceSeparator
+	if cfg.NamespaceSeparator != "" {
+		sep = cfg.NamespaceSeparator
+	}
 	f.separator.Store(&sep)
 	f.locations = newLocations(cfg.LocationCacheSize, cfg.LocationTTL, cfg.LocationStaleGrace, now, f.fetchLocation)
 	f.locations.check = f.checkLocation

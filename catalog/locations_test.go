@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,19 +142,43 @@ func TestNamespaceSeparatorFromConfig(t *testing.T) {
 	if !ok || tb.Prefix != "prod" || len(tb.Namespace) != 2 || tb.Namespace[1] != "b" || tb.Name != "t" {
 		t.Fatalf("%+v", tb)
 	}
-	// A client's own /v1/config through the front teaches it too, and loses the credential.
-	up2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"defaults":{},"overrides":{"namespace-separator":"%3A","s3.secret-access-key":"x"}}`)
-	}))
-	defer up2.Close()
-	f2 := newFront(t, Config{Upstream: up2.URL}, nil)
-	resp, err := http.Get(serveFront(t, f2) + "/v1/config?warehouse=w")
-	if err != nil {
-		t.Fatal(err)
+	// A client's own /v1/config through the front teaches nothing: one
+	// naming the separator in use passes (without its credential), one
+	// naming another is refused.
+	for _, c := range []struct {
+		answer string
+		status int
+	}{
+		{`{"defaults":{},"overrides":{"namespace-separator":"%1F","s3.secret-access-key":"x"}}`, http.StatusOK},
+		{`{"defaults":{},"overrides":{"namespace-separator":"%3A","s3.secret-access-key":"x"}}`, http.StatusBadGateway},
+	} {
+		up2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, c.answer)
+		}))
+		f2 := newFront(t, Config{Upstream: up2.URL}, nil)
+		resp, err := http.Get(serveFront(t, f2) + "/v1/config?warehouse=w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		up2.Close()
+		if f2.NamespaceSeparator() != "\x1f" || resp.StatusCode != c.status || strings.Contains(string(b), "secret") {
+			t.Fatalf("%s: separator %q, %d %s", c.answer, f2.NamespaceSeparator(), resp.StatusCode, b)
+		}
+		if c.status != http.StatusOK && !strings.Contains(string(b), "catalog.namespace_separator") {
+			t.Fatalf("the refusal does not name the key to set: %s", b)
+		}
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if f2.NamespaceSeparator() != ":" || string(b) != `{"defaults":{},"overrides":{"namespace-separator":"%3A"}}` {
-		t.Fatalf("%q %s", f2.NamespaceSeparator(), b)
+	// Configured, the separator is used as given and Refresh asks nothing.
+	asked := false
+	up3 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = true
+		io.WriteString(w, `{"defaults":{},"overrides":{"namespace-separator":"%3A"}}`)
+	}))
+	defer up3.Close()
+	f3 := newFront(t, Config{Upstream: up3.URL, NamespaceSeparator: "%2E"}, nil)
+	if err := f3.Refresh(ctxT(t)); err != nil || asked || f3.NamespaceSeparator() != "." {
+		t.Fatalf("configured separator: %v asked=%v %q", err, asked, f3.NamespaceSeparator())
 	}
 }

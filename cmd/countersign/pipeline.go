@@ -195,9 +195,10 @@ func buildSigningServer(ctx context.Context, cfg Config, tlsConfig *tls.Config, 
 		}
 		opened.add(func() error { front.Close(); return nil })
 		if err := front.Refresh(ctx); err != nil {
-			// Not fatal: catalogs that require a token for /v1/config are
-			// read from the clients' own /v1/config through the front.
-			log.Warn("catalog front: could not read the namespace separator at start; using %1F until a client's /v1/config names one", "err", err)
+			// Not fatal: a catalog that requires a token for /v1/config
+			// keeps the default, and a client's /v1/config naming another
+			// separator is refused, naming catalog.namespace_separator.
+			log.Warn("catalog front: could not read the namespace separator at start; using %1F (set catalog.namespace_separator for a catalog that names another)", "err", err)
 		}
 		log.Info("catalog front", "upstream", front.Upstream(), "namespace_separator", front.NamespaceSeparator())
 		opts.Catalog, opts.Tables = front, front
