@@ -134,9 +134,24 @@ func TestSignOnlyTableVendedByNoLocation(t *testing.T) {
 			t.Errorf("mint of sign-only table cards at %s: allow %v, reason %q", prefix, d.Allow, d.Reason)
 		}
 	}
+	// Another table located only by the catalog might sit at the
+	// sign-only table's location, which the data does not hold: refused
+	// until the sign-only table has a location in the data; a table with
+	// its own location in the data is vended.
 	other := &policy.Table{Prefix: "lake", Namespace: []string{"db"}, Name: "t", Location: "s3://lake/wh/db/t/"}
-	if d, err := eng.Authorize(ctx, mint(other, "wh/db/t/")); err != nil || !d.Allow {
-		t.Errorf("mint of another table refused: %v %q", err, d.Reason)
+	if d, err := eng.Authorize(ctx, mint(other, "wh/db/t/")); err != nil || d.Allow || !strings.Contains(d.Reason, "located only by the catalog") {
+		t.Errorf("mint of a catalog-located table beside a sign-only table without location: %v allow %v %q", err, d.Allow, d.Reason)
+	}
+	located := filepath.Join(t.TempDir(), "located.json")
+	if err := os.WriteFile(located, []byte(`{"countersign": {"tables": {"lake/db/cards": {"sign_only": true}, "lake/db/t": {"location": "s3://lake/wh/db/t/", "grants": {"etl": ["read", "list"]}}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eng2, err := policy.Load(ctx, policy.Options{Paths: []string{libDir, filepath.Join(examplesDir, "grants"), located}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := eng2.Authorize(ctx, mint(other, "wh/db/t/")); err != nil || !d.Allow {
+		t.Errorf("mint of a table with its own location in the data refused: %v %q", err, d.Reason)
 	}
 	get := &policy.Input{
 		Version: 1, Principal: &policy.Principal{ID: "eve", Groups: []string{"etl"}},

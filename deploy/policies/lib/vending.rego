@@ -17,7 +17,9 @@
 # by the table's identity, whatever its location: with a catalog front a
 # table needs no location in the data, and the catalog's location is the
 # caller's to change. A sign-only entry that is not a valid location
-# refuses every mint (fail closed).
+# refuses every mint (fail closed). While a sign-only table has no
+# location in the data, mints for a location and for tables located only
+# by the catalog are refused: either could be the sign-only table's.
 #
 # Sign requests (input.mint null) are never denied here: a sign-only
 # table is signed for as before.
@@ -61,6 +63,23 @@ deny contains msg if {
 	input.table == null
 	msg := sprintf("table %v is sign-only and has no location in data.countersign.tables: no credentials are vended for a location rather than a table until it has one", [id])
 }
+
+# A table located only by the catalog (no location of its own in the
+# data) could be given the location of a sign-only table that has none
+# there either: nothing in the data tells the two apart. Its mints are
+# refused until every sign-only table has a location in the data.
+deny contains msg if {
+	input.mint != null
+	input.table != null
+	not has_location(object.get(tables, table_id, {}))
+	some id, t in tables
+	t.sign_only == true
+	not has_location(t)
+	id != table_id
+	msg := sprintf("table %v is sign-only and has no location in data.countersign.tables: no credentials are vended for a table located only by the catalog until it has one", [id])
+}
+
+table_id := concat("/", [object.get(input.table, "prefix", ""), concat(".", object.get(input.table, "namespace", [])), object.get(input.table, "name", "")])
 
 sign_only_locations contains where if some where in sign_only
 

@@ -90,7 +90,19 @@ test_other_table_is_vended_beside_sign_only_table if {
 	count(vending.deny) == 0 with input as for_table(t, "wh/db/t/") with data.countersign.sign_only as [] with data.countersign.tables as no_location
 	# Namespace levels are part of the identity.
 	deeper := {"prefix": "prod", "namespace": ["db", "x"], "name": "cards", "location": "s3://lake/x/"}
-	count(vending.deny) == 0 with input as for_table(deeper, "x/") with data.countersign.sign_only as [] with data.countersign.tables as no_location
+	with_deeper := object.union(no_location, {"prod/db.x/cards": {"location": "s3://lake/x/"}})
+	count(vending.deny) == 0 with input as for_table(deeper, "x/") with data.countersign.sign_only as [] with data.countersign.tables as with_deeper
+}
+
+# A table located only by the catalog could be given the sign-only
+# table's location (which the data does not hold): not vended until the
+# sign-only table has a location in the data.
+test_catalog_located_table_refused_while_a_sign_only_table_has_no_location if {
+	other := {"prefix": "prod", "namespace": ["db"], "name": "other", "location": "s3://lake/db/cards-1234/"}
+	some msg in vending.deny with input as for_table(other, "db/cards-1234/") with data.countersign.sign_only as [] with data.countersign.tables as no_location
+	contains(msg, "table prod/db/cards is sign-only and has no location")
+	located := object.union(no_location, {"prod/db/cards": {"sign_only": true, "location": "s3://lake/db/cards-1234/"}})
+	count(vending.deny) == 0 with input as for_table(other, "elsewhere/") with data.countersign.sign_only as [] with data.countersign.tables as located
 }
 
 test_location_mint_refused_while_a_sign_only_table_has_no_location if {
