@@ -153,6 +153,8 @@ func TestSessionPoliciesEnforcedBySeaweedFS(t *testing.T) {
 		{"combined", eve, tableT},
 		{"table-scope", ann, tableT2},
 		{"catalog-token", job, ""},
+		{"vending", eve, tableT},
+		{"vending", ann, ""},
 	}
 	var checked, allowed int
 	for _, c := range cases {

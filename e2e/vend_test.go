@@ -25,80 +25,28 @@ import (
 )
 
 // vendHarness is countersign with vending on, in front of SeaweedFS with
-// its STS, under vendablePolicy with the combined example's data plus a
-// sign-only table.
+// its STS, under the shipped example written to vend
+// (deploy/policies/vending): group and table grants, and the sign-only
+// table prod/db/cards, which etl may read and write by signature.
 type vendHarness struct {
 	weed  *testsupport.S3Server
 	cs    *signerProc
 	audit *testsupport.AuditDir
 }
 
-// signOnlyData adds table prod/db/cards, marked sign-only, to the
-// combined example's tables: etl may read and write it by signature.
-const signOnlyData = `{"countersign": {"tables": {"prod/db/cards": {
-  "location": "s3://lake/wh/cards/", "sign_only": true,
-  "grants": {"etl": ["read", "write", "list"]}}}}}`
-
 func newVendHarness(t *testing.T) *vendHarness {
 	t.Helper()
 	weed := startVendSeaweedFS(t)
-	extra := filepath.Join(t.TempDir(), "sign_only")
-	if err := os.Mkdir(extra, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(extra, "data.json"), []byte(signOnlyData), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return startVendWith(t, weed, "", fmt.Sprintf("  region: us-east-1\n  endpoint: http://127.0.0.1:%d\n", weed.Port), vendableDir(t), extra)
+	return startVendWith(t, weed, "", fmt.Sprintf("  region: us-east-1\n  endpoint: http://127.0.0.1:%d\n", weed.Port), vendableDir(t))
 }
 
-// vendablePolicy is the combined example (group grants and table grants
-// from its data) written to vend: lib/guardrails denies headers on every
-// request, a condition no session policy carries, so under it nothing is
-// vended (TestVendingIsExact); this policy keeps the guardrails' refusals
-// of admin and unrecognized operations and of sign-only data, and
-// conditions on nothing but the principal, the operation and the key.
-const vendablePolicy = `package countersign.authz
-
-import data.countersign.lib.grants
-import data.countersign.lib.table_scope
-import data.countersign.lib.vending
-
-default allow := false
-
-allow if {
-	count(deny) == 0
-	count(permit) > 0
-}
-
-deny contains "admin operation" if input.access == "admin"
-
-deny contains "unrecognized operation" if input.operation == "Unknown"
-
-deny contains msg if some msg in vending.deny
-
-deny contains msg if some msg in table_scope.deny
-
-permit contains "grants" if grants.allow
-
-permit contains "table" if table_scope.allow
-
-reason := concat("; ", sort(deny)) if count(deny) > 0
-`
-
-// vendableDir is a policy directory holding vendablePolicy and the
-// combined example's data.
+// vendableDir is the shipped example written to vend: the other examples
+// compose lib/guardrails' header denial, a condition no session policy
+// carries, so under them nothing is vended (TestVendingIsExact).
 func vendableDir(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../deploy/policies/combined/data.json")
+	dir, err := filepath.Abs("../deploy/policies/vending")
 	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(vendablePolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "data.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -84,13 +84,13 @@ func TestExamplePatternRunsEveryDirectory(t *testing.T) {
 	if !strings.Contains(out.String(), "=== "+libDir+"\n") {
 		t.Errorf("the library is not tested on its own:\n%s", out.String())
 	}
-	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev"} {
+	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev", "vending"} {
 		if !strings.Contains(out.String(), "=== "+filepath.Join(examplesDir, d)+" (with "+libDir+")\n") {
 			t.Errorf("directory %s not tested with the library:\n%s", d, out.String())
 		}
 	}
-	if n := strings.Count(out.String(), "=== "); n != 6 {
-		t.Errorf("%d units, want the library and five examples:\n%s", n, out.String())
+	if n := strings.Count(out.String(), "=== "); n != 7 {
+		t.Errorf("%d units, want the library and six examples:\n%s", n, out.String())
 	}
 	var libOnly bytes.Buffer
 	libSum, err := policy.RunTests(context.Background(), []string{libDir}, policy.TestOptions{Output: &libOnly})
@@ -98,7 +98,7 @@ func TestExamplePatternRunsEveryDirectory(t *testing.T) {
 		t.Fatalf("%+v %v\n%s", libSum, err, libOnly.String())
 	}
 	var each int
-	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev"} {
+	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev", "vending"} {
 		s, err := policy.RunTests(context.Background(), []string{filepath.Join(examplesDir, d) + "/..."}, policy.TestOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -157,5 +157,51 @@ func TestDevPolicyEmbedded(t *testing.T) {
 	in.Access, in.Operation = "admin", "PutObjectAcl"
 	if d, err := eng.Authorize(ctx, in); err != nil || d.Allow || !strings.Contains(d.Reason, "admin") {
 		t.Fatalf("admin: %+v %v", d, err)
+	}
+}
+
+// TestVendingPolicyEmbedded: the embedded vending example loads, and its
+// scope for etl on table t is exact for reads and for every class (what a
+// read-write mint asks), naming the table's location only; the combined
+// example, with the same grants and the header guardrail, vends nothing.
+func TestVendingPolicyEmbedded(t *testing.T) {
+	ctx := context.Background()
+	fsys, paths := policies.Vending()
+	eng, err := policy.Load(ctx, policy.Options{FS: fsys, Paths: paths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eve := policy.Principal{ID: "eve", Issuer: "https://idp.example/", Groups: []string{"etl"}, Claims: map[string]any{}}
+	table := &policy.Table{Prefix: "prod", Namespace: []string{"db"}, Name: "t"}
+	combined, err := policy.Load(ctx, policy.Options{Paths: []string{libDir, filepath.Join(examplesDir, "combined")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, access := range []string{"read", ""} {
+		q := policy.ScopeQuery{Principal: eve, Access: access, Bucket: "lake", Prefix: "wh/db/t/", Table: table, Exact: true}
+		s, err := eng.Scope(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{"s3:GetObject": true, "s3:PutObject": access == ""}
+		got := map[string]bool{}
+		for _, g := range s.Grants {
+			if g.Bucket != "lake" || g.Prefix != "wh/db/t/" {
+				t.Errorf("access %q: grant %+v outside the table's location", access, g)
+			}
+			for _, a := range g.Actions {
+				got[a] = true
+			}
+		}
+		if !s.Exact || got["s3:GetObject"] != want["s3:GetObject"] || got["s3:PutObject"] != want["s3:PutObject"] {
+			t.Errorf("access %q: exact %v, why %q, actions %v", access, s.Exact, s.Why, got)
+		}
+		c, err := combined.Scope(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Exact || len(c.Grants) != 0 {
+			t.Errorf("combined, access %q: exact %v, grants %+v: want nothing vended", access, c.Exact, c.Grants)
+		}
 	}
 }

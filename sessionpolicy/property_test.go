@@ -203,7 +203,7 @@ func TestPolicyAllowImpliesSessionPolicyAllow(t *testing.T) {
 		ps, ts = []policy.Principal{ann, eve, job, jobWide}, tables[:3]
 	}
 	const minAllows, maxRounds = 20, 8
-	for i, name := range []string{"grants", "table-scope", "combined", "catalog-token", "dev"} {
+	for i, name := range []string{"grants", "table-scope", "combined", "catalog-token", "dev", "vending"} {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(i)))
 			e := loadExample(t, name)

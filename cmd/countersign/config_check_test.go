@@ -238,6 +238,13 @@ func TestConfigCheckLoadPolicy(t *testing.T) {
 	if code, out, errOut := runCheck(t, good, "-load-policy"); code != 0 || out != "ok\n" {
 		t.Fatalf("shipped policy: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	vending, err := filepath.Abs("../../deploy/policies/vending")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCheck(t, strings.Replace(checkTestValid, "/nonexistent/policy", lib+", "+vending, 1), "-load-policy"); code != 0 || out != "ok\n" {
+		t.Fatalf("shipped vending example: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	// Flags may follow the file too.
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(path, []byte(good), 0o600)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -65,5 +66,79 @@ func TestPolicyScope(t *testing.T) {
 	}
 	if code, _, stderr := runPolicyCmd(t, "scope", "-policy", lib, "-policy", grants, "-principal", ann, "-bucket", "lake", "-access", "admin"); code != 1 || !strings.Contains(stderr, "admin") {
 		t.Errorf("admin: exit %d %s", code, stderr)
+	}
+}
+
+// TestPolicyScopeVendingExample: `policy scope -vend` on the example
+// written to vend (deploy/policies/vending) gives a principal exact read
+// and read-write scopes, their session policies naming exactly the
+// table's location; the same principal under an example that keeps the
+// header guardrail (combined, same grants) gets nothing, and a grant the
+// principal lacks (ann's write) is not vended.
+func TestPolicyScopeVendingExample(t *testing.T) {
+	lib := "../../deploy/policies/lib"
+	eve := `{"id":"eve","issuer":"https://idp.example/","groups":["etl"],"claims":{}}`
+	ann := `{"id":"ann","issuer":"https://idp.example/","groups":["analysts"],"claims":{}}`
+	table := `{"prefix":"prod","namespace":["db"],"name":"t"}`
+	type out struct {
+		Scope struct {
+			Grants []struct {
+				Bucket, Prefix string
+				Actions        []string
+			}
+			Exact bool
+			Why   string
+		}
+		SessionPolicy string `json:"session_policy"`
+	}
+	scope := func(example, principal string, access ...string) out {
+		t.Helper()
+		args := []string{"scope", "-policy", lib, "-policy", "../../deploy/policies/" + example, "-principal", principal,
+			"-bucket", "lake", "-table", table, "-prefix", "wh/db/t/", "-vend"}
+		code, stdout, stderr := runPolicyCmd(t, append(args, access...)...)
+		if code != 0 {
+			t.Fatalf("%s %v: exit %d: %s", example, access, code, stderr)
+		}
+		var res out
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		return res
+	}
+	has := func(res out, actions ...string) bool {
+		for _, a := range actions {
+			found := false
+			for _, g := range res.Scope.Grants {
+				if g.Bucket == "lake" && g.Prefix == "wh/db/t/" && slices.Contains(g.Actions, a) {
+					found = true
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	// Read: -access read; read-write: every class, as a read-write mint asks.
+	read := scope("vending", eve, "-access", "read")
+	if !read.Scope.Exact || !has(read, "s3:GetObject") || has(read, "s3:PutObject") ||
+		!strings.Contains(read.SessionPolicy, `"arn:aws:s3:::lake/wh/db/t/*"`) || strings.Contains(read.SessionPolicy, "s3:PutObject") {
+		t.Errorf("read: %+v", read)
+	}
+	rw := scope("vending", eve)
+	if !rw.Scope.Exact || !has(rw, "s3:GetObject", "s3:PutObject", "s3:ListBucket") ||
+		!strings.Contains(rw.SessionPolicy, `"s3:PutObject"`) || !strings.Contains(rw.SessionPolicy, `"wh/db/t/*"`) {
+		t.Errorf("read-write: %+v", rw)
+	}
+	for _, g := range rw.Scope.Grants {
+		if g.Prefix != "wh/db/t/" {
+			t.Errorf("read-write grant outside the location: %+v", g)
+		}
+	}
+	if c := scope("combined", eve); c.Scope.Exact || len(c.Scope.Grants) != 0 || c.SessionPolicy != "" || !strings.Contains(c.Scope.Why, "x-amz-acl") {
+		t.Errorf("combined vends: %+v", c)
+	}
+	if w := scope("vending", ann, "-access", "write"); len(w.Scope.Grants) != 0 || w.SessionPolicy != "" {
+		t.Errorf("ann's write vended: %+v", w)
 	}
 }

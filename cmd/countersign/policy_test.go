@@ -150,7 +150,7 @@ func TestPolicyTestExamples(t *testing.T) {
 	if !strings.Contains(stdout, "=== "+lib+"\n") {
 		t.Errorf("the library not tested on its own:\n%s", stdout)
 	}
-	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev"} {
+	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev", "vending"} {
 		if !strings.Contains(stdout, "=== "+filepath.Join("../../deploy/policies", d)+" (with "+lib+")\n") {
 			t.Errorf("%s not tested with the library:\n%s", d, stdout)
 		}

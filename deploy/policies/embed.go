@@ -1,6 +1,7 @@
 // Package policies ships countersign's example policies. The dev policy is
 // embedded in the binary for `countersign serve -dev`, with the library it
-// is loaded with (lib/).
+// is loaded with (lib/); so is the vending example, the one written to
+// vend credentials.
 package policies
 
 import (
@@ -8,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed dev/*.rego dev/*.json lib/*.rego
+//go:embed dev/*.rego dev/*.json vending/*.rego vending/*.json lib/*.rego
 var files embed.FS
 
 // Dev returns the development policy: an FS holding dev/ and lib/, and
@@ -16,4 +17,12 @@ var files embed.FS
 // as the two directories are loaded from disk.
 func Dev() (fs.FS, []string) {
 	return files, []string{"lib", "dev"}
+}
+
+// Vending returns the example written to vend credentials (vending/, see
+// its authz.rego): an FS holding vending/ and lib/, and the paths in it
+// to load together, as Dev. Its *_test.rego files are in the FS too;
+// policy.Load skips them, as it does on disk.
+func Vending() (fs.FS, []string) {
+	return files, []string{"lib", "vending"}
 }

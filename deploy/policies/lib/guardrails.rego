@@ -14,80 +14,46 @@ package countersign.lib.guardrails
 
 import data.countersign.lib.vending
 
-# deny is the set of reasons this request must be refused.
-deny contains msg if {
+# deny is the set of reasons this request must be refused: deny_vendable
+# and deny_headers (lib/guardrails_headers.rego). A policy that composes
+# deny keeps every guardrail; a policy written to vend credentials
+# composes deny_vendable instead (deploy/policies/vending), and says why.
+deny contains msg if some msg in deny_vendable
+
+deny contains msg if some msg in deny_headers
+
+# deny_vendable are the guardrails a vended credential can keep: they
+# condition on the input's version, the access class, the operation being
+# recognized and the data being sign-only, never on the request's
+# headers, so the scope compiler can carry them into a session policy
+# (an admin or unrecognized operation is simply not granted; sign-only
+# data is not vended).
+deny_vendable contains msg if {
 	input.version != 1
 	msg := sprintf("input version %v is not 1, the version this policy was written for", [input.version])
 }
 
-deny contains "input carries no version" if not input.version
+deny_vendable contains "input carries no version" if not input.version
 
-deny contains msg if {
+deny_vendable contains msg if {
 	input.access == "admin"
 	msg := sprintf("%s is an admin operation (ACLs, retention, bucket configuration, unrecognized requests)", [object.get(input, "operation", "the operation")])
 }
 
-deny contains "the request is not a recognized S3 operation (Unknown)" if input.operation == "Unknown"
+deny_vendable contains "the request is not a recognized S3 operation (Unknown)" if input.operation == "Unknown"
 
-deny contains "input carries no access class" if not input.access
+deny_vendable contains "input carries no access class" if not input.access
 
-deny contains msg if {
+deny_vendable contains msg if {
 	not object.get(input, "access", null) in access_classes
 	msg := sprintf("access class %v is not one of read, write, delete, delete_version, list, admin", [object.get(input, "access", null)])
 }
 
-deny contains msg if {
-	some name, _ in input.request.headers
-	dangerous_header(lower(name))
-	msg := sprintf("header %s changes access control, object protection, encryption keys, tags or the HTTP method", [lower(name)])
-}
-
 # Sign-only data is never vended as credentials (lib/vending.rego); sign
 # requests are not affected.
-deny contains msg if some msg in vending.deny
+deny_vendable contains msg if some msg in vending.deny
 
 # delete_version is the permanent removal of an object version
 # (s3:DeleteObjectVersion): a class of its own, so that a "delete" grant
 # (snapshot expiry) does not take away versioning as a way to recover.
 access_classes := {"read", "write", "delete", "delete_version", "list", "admin"}
-
-# Headers that change an object's access control, retention, encryption
-# key or tags, or the request's meaning. x-amz-copy-source is not here: it
-# is authorized as a read of the source.
-#
-# - Tags (x-amz-tagging, and x-amz-tagging-directive on a copy, which
-#   replaces or clears them) feed tag-based access control, lifecycle
-#   expiry and replication rules: IAM asks for s3:PutObjectTagging for them.
-# - A KMS key id or encryption context chosen by the caller can encrypt
-#   the lake under a key the owner does not control (and that its holder
-#   can later revoke); customer-provided keys (SSE-C, also on a copy
-#   source) leave the data readable only with a key S3 never stores. Use
-#   the bucket's default encryption instead. x-amz-server-side-encryption
-#   alone (AES256, or aws:kms with the bucket's or the account's key) and
-#   x-amz-server-side-encryption-bucket-key-enabled stay allowed.
-dangerous_names := {
-	"x-amz-acl",
-	"x-amz-website-redirect-location",
-	"x-amz-bypass-governance-retention",
-	"x-http-method-override",
-	"x-http-method",
-	"x-method-override",
-	"x-amz-tagging",
-	"x-amz-tagging-directive",
-	"x-amz-server-side-encryption-aws-kms-key-id",
-	"x-amz-server-side-encryption-context",
-}
-
-dangerous_prefixes := {
-	"x-amz-grant-",
-	"x-amz-object-lock-",
-	"x-amz-server-side-encryption-customer-",
-	"x-amz-copy-source-server-side-encryption-customer-",
-}
-
-dangerous_header(name) if name in dangerous_names
-
-dangerous_header(name) if {
-	some p in dangerous_prefixes
-	startswith(name, p)
-}
