@@ -148,13 +148,13 @@ func TestSessionPoliciesEnforcedBySeaweedFS(t *testing.T) {
 	tableT := `{"prefix":"prod","namespace":["db"],"name":"t"}`
 	tableT2 := `{"prefix":"prod","namespace":["db"],"name":"t2"}`
 	cases := []struct{ policy, principal, table string }{
+		{"vending", eve, tableT},
+		{"vending", ann, ""},
 		{"grants", ann, ""},
 		{"grants", eve, ""},
 		{"combined", eve, tableT},
 		{"table-scope", ann, tableT2},
 		{"catalog-token", job, ""},
-		{"vending", eve, tableT},
-		{"vending", ann, ""},
 	}
 	var checked, allowed int
 	for _, c := range cases {
