@@ -2,11 +2,16 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/countersign/countersign/policy"
 )
@@ -227,4 +232,82 @@ func BenchmarkCatalogLocationDecision(b *testing.B) {
 			b.Fatal(err, d.Reason)
 		}
 	}
+}
+
+// TestCatalogAcceptedMatchesRefused: lib/table_scope.rego decides whether
+// the catalog's location is the table's twice, in catalog_accepted (what
+// the table's location is built from; short, so that partial evaluation
+// stays cheap) and in refused (the reasons a denial gives). On the grid
+// of TestCheckTableLocationMatchesLibrary the two must agree: accepted
+// exactly when nothing is refused.
+func TestCatalogAcceptedMatchesRefused(t *testing.T) {
+	ctx := context.Background()
+	var data map[string]any
+	if err := json.Unmarshal([]byte(locationData), &data); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := filepath.Glob(filepath.Join(libDir, "*.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []func(*rego.Rego){
+		rego.Query("accepted := {x | data.countersign.lib.table_scope.catalog_accepted; x := true}; refused := data.countersign.lib.table_scope.refused"),
+		rego.Store(inmem.NewFromObject(data)),
+	}
+	for _, f := range lib {
+		if strings.HasSuffix(f, "_test.rego") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, rego.Module(f, string(src)))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := []map[string]any{
+		{"prefix": "prod", "namespace": []any{"db"}, "name": "t"},
+		{"prefix": "prod", "namespace": []any{"db"}, "name": "op"},
+		{"prefix": "prod", "namespace": []any{"db"}, "name": "t2"},
+		{"prefix": "prod", "namespace": []any{"db", "sub"}, "name": "e"},
+		{"prefix": "prod", "namespace": []any{"x"}, "name": "bad"},
+		{"prefix": "other", "namespace": []any{"db"}, "name": "none"},
+		{"prefix": "prod", "namespace": []any{"db"}, "name": "unknown"},
+	}
+	prefixes := []string{"", "wh", "wh/", "wh/db", "wh/db/t", "wh/db/t/", "wh/db/t2", "wh/db/t2/x", "wh/op", "wh/op/n", "wh/op//n", "wh/op/./n",
+		"wh/subs", "wh/subs/", "wh/subs/e", "wh/subs/e/x", "wh/db//t", "wh/./t", "wh/db/../op", "x/bad", "x/y/", "wh/db/t2_old/"}
+	n, accepted := 0, 0
+	for _, tb := range tables {
+		for _, scheme := range []string{"s3://", "s3a://", "gs://", ""} {
+			for _, bucket := range []string{"lake", "other"} {
+				for _, p := range prefixes {
+					table := maps.Clone(tb)
+					table["location"] = scheme + bucket + "/" + p
+					rs, err := pq.Eval(ctx, rego.EvalInput(map[string]any{"table": table}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(rs) != 1 {
+						t.Fatalf("%v: %d results", table, len(rs))
+					}
+					acc := len(rs[0].Bindings["accepted"].([]any)) == 1
+					refused := rs[0].Bindings["refused"].([]any)
+					if acc != (len(refused) == 0) {
+						t.Errorf("%v: catalog_accepted %v, refused %v", table, acc, refused)
+					}
+					n++
+					if acc {
+						accepted++
+					}
+				}
+			}
+		}
+	}
+	if accepted == 0 || accepted == n {
+		t.Fatalf("%d of %d locations accepted: the grid does not test both sides", accepted, n)
+	}
+	t.Logf("%d cases, %d accepted", n, accepted)
 }

@@ -72,9 +72,10 @@ catalog_location := input.table.location if {
 }
 
 # operator_location is the table's location in the data.
-operator_location := table.location if {
-	is_string(table.location)
-	table.location != ""
+operator_location := l if {
+	l := table.location
+	is_string(l)
+	l != ""
 }
 
 # root_keys are the keys of data.countersign.table_roots that may apply,
@@ -92,31 +93,103 @@ root_keys := array.concat(
 # root is the operator's root for a table the data gives no location.
 root := [r | some k in root_keys; r := table_roots[k]][0] if not operator_location
 
+# The three locations parsed, each once.
+catalog_parsed := location.parse(catalog_location)
+
+operator_parsed := location.parse(operator_location)
+
+root_parsed := location.parse(root)
+
+# Partial evaluation (the scope compiler, the signing fast path) walks the
+# rules every reference depends on, each time it meets the reference,
+# looking for the unknown per-request input; none of the rules below
+# depends on it. So that this walk stays short, table_location depends on
+# catalog_accepted, which says in two rules, each naming the parsed
+# locations once, what `refused` says with its reasons: the catalog's
+# location is accepted exactly when refused is empty (a test holds the
+# two to the same answers).
+catalog_accepted if {
+	cat := catalog_parsed
+	clean_path(cat)
+	location.within(cat, operator_parsed)
+}
+
+catalog_accepted if {
+	not operator_location
+	cat := catalog_parsed
+	clean_path(cat)
+	own := root_parsed
+	location.strictly_within(cat, own)
+	count(overlapping) == 0
+	count(contained_roots) == 0
+	count(other_roots) == 0
+}
+
+# overlapping are the other tables whose location in the data contains
+# or lies inside the catalog's location, by key.
+overlapping[other] := t.location if {
+	cat := catalog_parsed
+	root
+	some other, t in tables
+	other != id
+	is_string(t.location)
+	o := location.parse(t.location)
+	location.overlaps(cat, o)
+}
+
+# contained_roots are the roots the catalog's location contains, by key.
+contained_roots[k] := r if {
+	cat := catalog_parsed
+	root
+	some k, r in table_roots
+	o := location.parse(r)
+	location.within(o, cat)
+}
+
+# other_roots are the roots under the table's own root that the catalog's
+# location lies in, by key.
+other_roots[k] := r if {
+	cat := catalog_parsed
+	own := root_parsed
+	some k, r in table_roots
+	o := location.parse(r)
+	location.strictly_within(o, own)
+	location.within(cat, o)
+}
+
+# clean_path(loc): no path segment of loc is empty, "." or "..".
+clean_path(loc) if loc.prefix == ""
+
+clean_path(loc) if {
+	loc.prefix != ""
+	every seg in split(trim_suffix(loc.prefix, "/"), "/") {
+		not seg in {"", ".", ".."}
+	}
+}
+
 # refused are the reasons the catalog's location is not this table's.
 refused contains msg if {
 	catalog_location
-	not location.parse(catalog_location)
+	not catalog_parsed
 	msg := sprintf("the catalog's location %v for table %v is not an s3:// location", [catalog_location, id])
 }
 
 refused contains msg if {
-	cat := location.parse(catalog_location)
-	cat.prefix != ""
-	some seg in split(trim_suffix(cat.prefix, "/"), "/")
-	seg in {"", ".", ".."}
+	cat := catalog_parsed
+	not clean_path(cat)
 	msg := sprintf("the catalog's location %v for table %v has an empty, \".\" or \"..\" path segment", [catalog_location, id])
 }
 
 refused contains msg if {
 	catalog_location
 	operator_location
-	not location.parse(operator_location)
+	not operator_parsed
 	msg := sprintf("table %v's location %v in data.countersign.tables is not an s3:// location", [id, operator_location])
 }
 
 refused contains msg if {
-	cat := location.parse(catalog_location)
-	op := location.parse(operator_location)
+	cat := catalog_parsed
+	op := operator_parsed
 	not location.within(cat, op)
 	msg := sprintf("the catalog's location %v for table %v is outside the operator's %v (data.countersign.tables): a catalog location may only narrow it", [catalog_location, id, operator_location])
 }
@@ -129,8 +202,8 @@ refused contains msg if {
 }
 
 refused contains msg if {
-	cat := location.parse(catalog_location)
-	r := location.parse(root)
+	cat := catalog_parsed
+	r := root_parsed
 	not location.strictly_within(cat, r)
 	msg := sprintf("the catalog's location %v for table %v is not strictly under the operator's root %v (data.countersign.table_roots)", [catalog_location, id, root])
 }
@@ -138,45 +211,46 @@ refused contains msg if {
 refused contains msg if {
 	catalog_location
 	root
-	not location.parse(root)
+	not root_parsed
 	msg := sprintf("the root %v that data.countersign.table_roots gives table %v is not an s3:// location", [root, id])
 }
 
 refused contains msg if {
-	cat := location.parse(catalog_location)
-	root
-	some other, t in tables
-	other != id
-	is_string(t.location)
-	o := location.parse(t.location)
-	location.overlaps(cat, o)
-	msg := sprintf("the catalog's location %v for table %v overlaps table %v's location %v", [catalog_location, id, other, t.location])
+	some other, l in overlapping
+	msg := sprintf("the catalog's location %v for table %v overlaps table %v's location %v", [catalog_location, id, other, l])
 }
 
 refused contains msg if {
-	cat := location.parse(catalog_location)
-	root
-	some k, r in table_roots
-	o := location.parse(r)
-	location.within(o, cat)
+	some k, r in contained_roots
 	msg := sprintf("the catalog's location %v for table %v contains the root %v of %q (data.countersign.table_roots)", [catalog_location, id, r, k])
 }
 
 refused contains msg if {
-	cat := location.parse(catalog_location)
-	own := location.parse(root)
-	some k, r in table_roots
-	o := location.parse(r)
-	location.strictly_within(o, own)
-	location.within(cat, o)
+	some k, r in other_roots
 	msg := sprintf("the catalog's location %v for table %v lies inside the root %v of %q, not the table's own (data.countersign.table_roots)", [catalog_location, id, r, k])
 }
 
-table_location := catalog_location if count(refused) == 0
+table_location := catalog_location if catalog_accepted
 
 table_location := operator_location if not catalog_location
 
 loc := location.parse(table_location)
+
+# The rules that depend on the request come first, and name it before
+# anything else: partial evaluation's walk of `deny` then stops at once.
+deny contains msg if {
+	res := input.resource
+	loc
+	not location.covers(loc, res)
+	msg := sprintf("%v is outside table %v (%v)", [describe(res), id, table_location])
+}
+
+deny contains msg if {
+	loc
+	input.copy_source != null
+	not location.covers(loc, input.copy_source)
+	msg := sprintf("copy source %v is outside table %v (%v)", [describe(input.copy_source), id, table_location])
+}
 
 deny contains msg if {
 	input.table != null
@@ -193,26 +267,13 @@ deny contains msg if {
 	msg := sprintf("table %v has no location in data.countersign.tables", [id])
 }
 
-deny contains msg if some msg in refused
-
 deny contains msg if {
 	table_location
 	not loc
 	msg := sprintf("table %v has no valid s3:// location", [id])
 }
 
-deny contains msg if {
-	loc
-	not location.covers(loc, input.resource)
-	msg := sprintf("%v is outside table %v (%v)", [describe(input.resource), id, table_location])
-}
-
-deny contains msg if {
-	loc
-	input.copy_source != null
-	not location.covers(loc, input.copy_source)
-	msg := sprintf("copy source %v is outside table %v (%v)", [describe(input.copy_source), id, table_location])
-}
+deny contains msg if some msg in refused
 
 describe(res) := sprintf("%v (prefix %q)", [object.get(res, "arn", "the bucket"), res.prefix]) if is_string(res.prefix)
 
@@ -220,10 +281,12 @@ describe(res) := object.get(res, "arn", "the object") if not is_string(res.prefi
 
 default allow := false
 
+# (The request first, as in deny.)
 allow if {
+	res := input.resource
 	loc
 	count(deny) == 0
-	location.covers(loc, input.resource)
+	location.covers(loc, res)
 	copy_source_covered
 	some group in input.principal.groups
 	input.access in table.grants[group]
