@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/deploy/policies"
 	"github.com/countersign/countersign/policy"
@@ -53,7 +54,7 @@ func TestExamplePolicies(t *testing.T) {
 				t.Fatal("no Rego tests: every example policy ships its own")
 			}
 			var out bytes.Buffer
-			sum, err := policy.RunTests(ctx, paths, policy.TestOptions{Output: &out})
+			sum, err := policy.RunTests(ctx, paths, policy.TestOptions{Output: &out, Timeout: time.Minute})
 			if err != nil {
 				t.Fatalf("RunTests: %v\n%s", err, out.String())
 			}
@@ -74,7 +75,7 @@ func TestExamplePolicies(t *testing.T) {
 // the library's tests), and finds them all.
 func TestExamplePatternRunsEveryDirectory(t *testing.T) {
 	var out bytes.Buffer
-	sum, err := policy.RunTests(context.Background(), []string{examplesDir + "/..."}, policy.TestOptions{Output: &out})
+	sum, err := policy.RunTests(context.Background(), []string{examplesDir + "/..."}, policy.TestOptions{Output: &out, Timeout: time.Minute})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -93,13 +94,13 @@ func TestExamplePatternRunsEveryDirectory(t *testing.T) {
 		t.Errorf("%d units, want the library and six examples:\n%s", n, out.String())
 	}
 	var libOnly bytes.Buffer
-	libSum, err := policy.RunTests(context.Background(), []string{libDir}, policy.TestOptions{Output: &libOnly})
+	libSum, err := policy.RunTests(context.Background(), []string{libDir}, policy.TestOptions{Output: &libOnly, Timeout: time.Minute})
 	if err != nil || !libSum.OK() {
 		t.Fatalf("%+v %v\n%s", libSum, err, libOnly.String())
 	}
 	var each int
 	for _, d := range []string{"grants", "table-scope", "catalog-token", "combined", "dev", "vending"} {
-		s, err := policy.RunTests(context.Background(), []string{filepath.Join(examplesDir, d) + "/..."}, policy.TestOptions{})
+		s, err := policy.RunTests(context.Background(), []string{filepath.Join(examplesDir, d) + "/..."}, policy.TestOptions{Timeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

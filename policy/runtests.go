@@ -32,7 +32,16 @@ type TestOptions struct {
 	Output io.Writer
 	// Timeout bounds each test (default 5s).
 	Timeout time.Duration
+	// noTrace runs the tests without recording their evaluation traces
+	// (a policy's load only needs pass or fail).
+	noTrace bool
 }
+
+// loadTestTimeout bounds each shipped Rego test when a policy is loaded:
+// generous, since a test that times out refuses the policy, and a busy
+// machine (a reload under load) must not turn a passing test into a
+// refused policy.
+const loadTestTimeout = time.Minute
 
 // TestSummary counts test outcomes.
 type TestSummary struct {
@@ -242,7 +251,7 @@ func (s *snapshot) runTests(ctx context.Context) error {
 		modules[m.Name] = m.Parsed
 	}
 	var report strings.Builder
-	sum, failed, err := runTestModules(ctx, where, modules, inmem.NewFromObject(res.Documents), TestOptions{}, &report)
+	sum, failed, err := runTestModules(ctx, where, modules, inmem.NewFromObject(res.Documents), TestOptions{Timeout: loadTestTimeout, noTrace: true}, &report)
 	switch {
 	case err != nil:
 		return err
@@ -281,7 +290,7 @@ func runTestModules(ctx context.Context, where string, modules map[string]*ast.M
 		SetStore(store).
 		SetDefaultRegoVersion(ast.RegoV1).
 		CapturePrintOutput(true).
-		EnableTracing(true).
+		EnableTracing(!opts.noTrace).
 		StackTraces(true).
 		SetModules(modules).
 		SetTimeout(cmp.Or(opts.Timeout, 5*time.Second)).
