@@ -17,14 +17,14 @@ import (
 
 // serveFrontStreaming serves f as countersign does with the front on:
 // bodies streamed, the listener itself reading at most 1 KiB of one.
-func serveFrontStreaming(t *testing.T, f *Front) string {
+func serveFrontStreaming(t *testing.T, f *testFront) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &fasthttp.Server{
-		Handler:            func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", nil, nil) },
+		Handler:            func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", f.vendor, f.rec) },
 		StreamRequestBody:  true,
 		MaxRequestBodySize: 1 << 10,
 		ReadTimeout:        10 * time.Second,

@@ -11,13 +11,14 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// testVendors is the Vendor each test's front was made with (newFront):
-// the server hands the front one per request; these tests, the same one
-// to every request.
-var testVendors sync.Map // *Front → Vendor
-
-// testRefusals is the Refusals a test gave its front (recordRefusals).
-var testRefusals sync.Map // *Front → Refusals
+// testFront is a Front with what the server hands it per request: the
+// Vendor newFront was given and the Refusals recordRefusals set (these
+// tests hand the same ones to every request).
+type testFront struct {
+	*Front
+	vendor Vendor
+	rec    Refusals
+}
 
 // refusalLog is a Refusals that keeps what it was given and answers with
 // it (the server's recording is tested in package server).
@@ -41,32 +42,23 @@ func (l *refusalLog) all() []Refusal {
 }
 
 // recordRefusals has serveFront hand f's refusals to a refusalLog.
-func recordRefusals(t *testing.T, f *Front) *refusalLog {
+func recordRefusals(t *testing.T, f *testFront) *refusalLog {
 	l := &refusalLog{}
-	testRefusals.Store(f, l)
-	t.Cleanup(func() { testRefusals.Delete(f) })
+	f.rec = l
 	return l
 }
 
 // serveFront serves f on a loopback port the way server.Server hands it
 // paths (no base path), with the Vendor newFront was given, and returns
 // its base URI.
-func serveFront(t *testing.T, f *Front) string {
+func serveFront(t *testing.T, f *testFront) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v Vendor
-	if x, ok := testVendors.Load(f); ok {
-		v = x.(Vendor)
-	}
-	var rec Refusals
-	if x, ok := testRefusals.Load(f); ok {
-		rec = x.(Refusals)
-	}
 	srv := &fasthttp.Server{
-		Handler:           func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", v, rec) },
+		Handler:           func(ctx *fasthttp.RequestCtx) { f.Serve(ctx, string(ctx.URI().PathOriginal()), "", f.vendor, f.rec) },
 		StreamRequestBody: false,
 		ReadTimeout:       10 * time.Second,
 	}
@@ -75,21 +67,26 @@ func serveFront(t *testing.T, f *Front) string {
 	return "http://" + ln.Addr().String()
 }
 
-func newFront(t *testing.T, cfg Config, vendor Vendor) *Front {
+func newFront(t *testing.T, cfg Config, vendor Vendor) *testFront {
 	t.Helper()
 	f, err := New(Options{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vendor != nil {
-		testVendors.Store(f, vendor)
-		t.Cleanup(func() { testVendors.Delete(f) })
-	}
-	return f
+	return &testFront{Front: f, vendor: vendor}
 }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// newTestFront is New for tests that set more Options than newFront does.
+func newTestFront(o Options) (*testFront, error) {
+	f, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	return &testFront{Front: f}, nil
 }

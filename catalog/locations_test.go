@@ -48,7 +48,7 @@ func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 func TestLocations(t *testing.T) {
 	up, hits, down := tableCatalog(t)
 	clk := &clock{t: time.Unix(1e9, 0)}
-	f, err := New(Options{Config: Config{Upstream: up.URL, LocationTTL: time.Minute, LocationStaleGrace: time.Minute}, Now: clk.now})
+	f, err := newTestFront(Options{Config: Config{Upstream: up.URL, LocationTTL: time.Minute, LocationStaleGrace: time.Minute}, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}

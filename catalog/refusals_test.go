@@ -20,7 +20,7 @@ import (
 // request the catalog answers, even with an error, is not.
 func TestFrontRecordsItsRefusals(t *testing.T) {
 	up, got := recordingUpstream(t, http.StatusOK, upstreamTable, map[string]string{"Content-Type": "application/json"})
-	f, err := New(Options{Config: Config{Upstream: up.URL, MaxRequestBytes: 1 << 10}, Locations: operatorPolicy(t)})
+	f, err := newTestFront(Options{Config: Config{Upstream: up.URL, MaxRequestBytes: 1 << 10}, Locations: operatorPolicy(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,7 @@ func TestFrontRecordsBudgetRefusals(t *testing.T) {
 	defer close(release)
 	f := newFront(t, Config{Upstream: up.URL, MaxConcurrency: 1}, nil)
 	log := &answering{status: http.StatusTooManyRequests}
-	testRefusals.Store(f, log)
-	t.Cleanup(func() { testRefusals.Delete(f) })
+	f.rec = log
 	front := serveFront(t, f)
 	go http.Get(front + "/v1/namespaces")
 	<-entered

@@ -53,7 +53,7 @@ func (l engineLocations) CheckTableLocation(_ context.Context, t *policyinput.Ta
 // nor signed for.
 func TestFrontRefusesLocationChanges(t *testing.T) {
 	up, got := recordingUpstream(t, http.StatusOK, upstreamTable, map[string]string{"Content-Type": "application/json"})
-	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	f, err := newTestFront(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestFrontRefusesLocationsOutsideTheOperators(t *testing.T) {
 		t.Fatal("the test table has no location to move")
 	}
 	up, got := recordingUpstream(t, http.StatusOK, moved, map[string]string{"Content-Type": "application/json"})
-	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	f, err := newTestFront(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestFrontRefusesOverlappingTables(t *testing.T) {
 		io.WriteString(w, strings.Replace(upstreamTable, `"location": "s3://lake/wh/db/t"`, `"location": "`+loc+`"`, 1))
 	}))
 	t.Cleanup(up.Close)
-	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	f, err := newTestFront(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func TestHiddenTableNotForgotten(t *testing.T) {
 		io.WriteString(w, strings.Replace(upstreamTable, `"location": "s3://lake/wh/db/t"`, `"location": "`+loc+`"`, 1))
 	}))
 	t.Cleanup(up.Close)
-	f, err := New(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
+	f, err := newTestFront(Options{Config: Config{Upstream: up.URL}, Locations: operatorPolicy(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
