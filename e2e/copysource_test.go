@@ -32,8 +32,7 @@ func TestCopySourceWhitespaceBypass(t *testing.T) {
 	h.adminPut(t, "lake", "wh/db.key", []byte("key material"))
 	h.adminPut(t, "lake", "wh/open.parquet", []byte("open"))
 
-	policyDir := t.TempDir()
-	policy := `package countersign.authz
+	h.cs = startCountersignWithPolicy(t, srv.Port, `package countersign.authz
 
 default allow := false
 
@@ -43,16 +42,7 @@ allow if {
 	input.resource.key != "wh/secret.parquet"
 	not endswith(input.resource.key, ".key")
 }
-`
-	if err := os.WriteFile(filepath.Join(policyDir, "authz.rego"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	shipped, _ := filepath.Abs("testdata/policy")
-	cfg := baseConfig(t, srv.Port)
-	if !strings.Contains(cfg, fmt.Sprintf("%q", shipped)) {
-		t.Fatal("base configuration's policy path not found; update this test")
-	}
-	h.cs = startCountersign(t, strings.Replace(cfg, fmt.Sprintf("%q", shipped), fmt.Sprintf("%q", policyDir), 1), secretEnv()...)
+`)
 
 	P := styles(srv.Port)[0]
 	copyTo := func(dst string, src []string) (int, *signResult, *icebergError) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -232,4 +233,20 @@ func (s *s3Server) send(t testing.TB, method, uri string, headers map[string][]s
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, data
+}
+
+// startCountersignWithPolicy starts countersign on baseConfig with policy
+// (one authz.rego) in place of the shipped test policy.
+func startCountersignWithPolicy(t testing.TB, port int, policy string) *signerProc {
+	t.Helper()
+	policyDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(policyDir, "authz.rego"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shipped, _ := filepath.Abs("testdata/policy")
+	cfg := baseConfig(t, port)
+	if !strings.Contains(cfg, fmt.Sprintf("%q", shipped)) {
+		t.Fatal("base configuration's policy path not found; update this test")
+	}
+	return startCountersign(t, strings.Replace(cfg, fmt.Sprintf("%q", shipped), fmt.Sprintf("%q", policyDir), 1), secretEnv()...)
 }

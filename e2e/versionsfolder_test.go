@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,8 +44,7 @@ func TestVersionsFolderRefused(t *testing.T) {
 				ids = append(ids, aws.ToString(out.VersionId))
 			}
 			h.adminPut(t, "lake", "wh/v/ok.parquet", []byte("ok"))
-			policyDir := t.TempDir()
-			policy := `package countersign.authz
+			h.cs = startCountersignWithPolicy(t, srv.Port, `package countersign.authz
 
 default allow := false
 
@@ -56,16 +53,7 @@ allow if {
 	input.resource.bucket == "lake"
 	input.resource.key != "wh/v/pii.parquet"
 }
-`
-			if err := os.WriteFile(filepath.Join(policyDir, "authz.rego"), []byte(policy), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			shipped, _ := filepath.Abs("testdata/policy")
-			cfg := baseConfig(t, srv.Port)
-			if !strings.Contains(cfg, fmt.Sprintf("%q", shipped)) {
-				t.Fatal("base configuration's policy path not found; update this test")
-			}
-			h.cs = startCountersign(t, strings.Replace(cfg, fmt.Sprintf("%q", shipped), fmt.Sprintf("%q", policyDir), 1), secretEnv()...)
+`)
 			P := styles(srv.Port)[0]
 			get := func(key string) (int, *signResult, *icebergError) {
 				status, res, ierr, _ := h.cs.sign(t, "", signRequest{Region: testRegion, URI: P.object("lake", awsEscape(key)), Method: "GET",
@@ -120,8 +108,7 @@ func TestUploadFolderRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.adminPut(t, "lake", "wh/u/ok.parquet", []byte("ok"))
-	policyDir := t.TempDir()
-	policy := `package countersign.authz
+	h.cs = startCountersignWithPolicy(t, srv.Port, `package countersign.authz
 
 default allow := false
 
@@ -130,16 +117,7 @@ allow if {
 	input.resource.bucket == "lake"
 	input.resource.key != "wh/u/pii.parquet"
 }
-`
-	if err := os.WriteFile(filepath.Join(policyDir, "authz.rego"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	shipped, _ := filepath.Abs("testdata/policy")
-	cfg := baseConfig(t, srv.Port)
-	if !strings.Contains(cfg, fmt.Sprintf("%q", shipped)) {
-		t.Fatal("base configuration's policy path not found; update this test")
-	}
-	h.cs = startCountersign(t, strings.Replace(cfg, fmt.Sprintf("%q", shipped), fmt.Sprintf("%q", policyDir), 1), secretEnv()...)
+`)
 	P := styles(srv.Port)[0]
 	part := fmt.Sprintf(".sgwtmp/multipart/%x/%s/1", sha256.Sum256([]byte(key)), aws.ToString(cu.UploadId))
 	for _, method := range []string{"GET", "PUT"} {
