@@ -31,13 +31,7 @@ func TestCatalogLocationOnlyNarrowsSeaweedFS(t *testing.T) {
 		Audit: ad, NodeID: "e2e", Policy: vendableCatalogPolicy, PolicyLib: true, PathOnly: true,
 		PolicyData: `{"countersign": {"table_roots": {"lake": "s3://lake/"}, "tables": {"lake/db/cards": {"sign_only": true}}}}`,
 		Upstream:   weed.IcebergURL,
-		Extra: fmt.Sprintf(`vending:
-  enabled: true
-  role_arn: %s
-  sts_endpoint: http://127.0.0.1:%[2]d
-  region: us-east-1
-  endpoint: http://127.0.0.1:%[2]d
-`, testsupport.SeaweedFSRoleARN, weed.Port),
+		Extra:      vendingConfig(weed),
 	})
 	cs := startCountersign(t, cfg, env...)
 	etl := cat.Token("etl-bot", testAccessKey, "etl")

@@ -23,17 +23,11 @@ func TestCatalogFrontVendingAdmission(t *testing.T) {
 	cfg, env := cat.Config(t, testsupport.CountersignConfig{
 		Audit: ad, NodeID: "e2e", Policy: vendableCatalogPolicy, PolicyData: testsupport.CatalogTableRoots, PolicyLib: true, PathOnly: true,
 		Upstream: weed.IcebergURL,
-		Extra: fmt.Sprintf(`vending:
-  enabled: true
-  role_arn: %s
-  sts_endpoint: http://127.0.0.1:%[2]d
-  region: us-east-1
-  endpoint: http://127.0.0.1:%[2]d
-limits:
+		Extra: vendingConfig(weed) + `limits:
   rate_limit:
     per_second: 0.001
     burst: 1
-`, testsupport.SeaweedFSRoleARN, weed.Port),
+`,
 	})
 	cs := startCountersign(t, cfg, env...)
 	etl := cat.Token("etl-bot", testAccessKey, "etl")

@@ -60,13 +60,7 @@ func TestCatalogFrontVends(t *testing.T) {
 	cfg, env := cat.Config(t, testsupport.CountersignConfig{
 		Audit: ad, NodeID: "e2e", Policy: vendableCatalogPolicy, PolicyData: testsupport.CatalogTableRoots, PolicyLib: true, PathOnly: true,
 		Upstream: weed.IcebergURL,
-		Extra: fmt.Sprintf(`vending:
-  enabled: true
-  role_arn: %s
-  sts_endpoint: http://127.0.0.1:%[2]d
-  region: us-east-1
-  endpoint: http://127.0.0.1:%[2]d
-`, testsupport.SeaweedFSRoleARN, weed.Port),
+		Extra:    vendingConfig(weed),
 	})
 	cs := startCountersign(t, cfg, env...)
 	etl := cat.Token("etl-bot", testAccessKey, "etl")
@@ -150,4 +144,16 @@ func TestCatalogFrontVends(t *testing.T) {
 	if allowed != 2 || refused != 1 {
 		t.Fatalf("mint records: %d allowed for etl-bot, %d refused for guest; want 2 (load, renewal) and 1", allowed, refused)
 	}
+}
+
+// vendingConfig is the vending section that mints with SeaweedFS's STS
+// for its S3.
+func vendingConfig(weed *testsupport.S3Server) string {
+	return fmt.Sprintf(`vending:
+  enabled: true
+  role_arn: %s
+  sts_endpoint: http://127.0.0.1:%[2]d
+  region: us-east-1
+  endpoint: http://127.0.0.1:%[2]d
+`, testsupport.SeaweedFSRoleARN, weed.Port)
 }
