@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/countersign/countersign/internal/policyinput"
 	"github.com/countersign/countersign/s3req"
 )
 
@@ -54,24 +55,16 @@ const metachars = "*?$"
 // way deploy/policies/lib/location.rego reads a table location: the
 // location wh/db/t covers wh/db/t/ but not wh/db/t_old/.
 func splitLocation(loc string) (bucket, prefix string, err error) {
-	rest, ok := "", false
-	for _, scheme := range []string{"s3://", "s3a://", "s3n://"} {
-		if rest, ok = strings.CutPrefix(loc, scheme); ok {
-			break
-		}
-	}
-	if !ok {
+	if _, ok := policyinput.CutLocationScheme(loc); !ok {
 		return "", "", fmt.Errorf("location %q is not an s3:// URL", loc)
 	}
-	bucket, prefix, _ = strings.Cut(rest, "/")
-	if bucket == "" {
+	l, ok := policyinput.ParseLocation(loc)
+	if !ok {
 		return "", "", fmt.Errorf("location %q names no bucket", loc)
 	}
+	bucket, prefix = l.Bucket, l.Prefix
 	if err := s3req.CheckBucket(bucket); err != nil {
 		return "", "", fmt.Errorf("location %q: %v", loc, err)
-	}
-	if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
 	}
 	// The sign routes' key rules (s3req), so that no credential names a
 	// prefix they would refuse: valid UTF-8 without control characters

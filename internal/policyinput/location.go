@@ -12,21 +12,29 @@ type Location struct {
 // ParseLocation reads "s3://bucket/path" (or s3a://, s3n://) the way
 // location.parse does: ok is false for any other scheme or no bucket.
 func ParseLocation(s string) (Location, bool) {
-	for _, scheme := range []string{"s3://", "s3a://", "s3n://"} {
-		rest, ok := strings.CutPrefix(s, scheme)
-		if !ok {
-			continue
-		}
-		bucket, prefix, _ := strings.Cut(rest, "/")
-		if bucket == "" {
-			return Location{}, false
-		}
-		if prefix != "" && !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
-		return Location{Bucket: bucket, Prefix: prefix}, true
+	rest, ok := CutLocationScheme(s)
+	if !ok {
+		return Location{}, false
 	}
-	return Location{}, false
+	bucket, prefix, _ := strings.Cut(rest, "/")
+	if bucket == "" {
+		return Location{}, false
+	}
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return Location{Bucket: bucket, Prefix: prefix}, true
+}
+
+// CutLocationScheme is s without its scheme, s3://, s3a:// or s3n://; ok
+// is false for any other.
+func CutLocationScheme(s string) (rest string, ok bool) {
+	for _, scheme := range []string{"s3://", "s3a://", "s3n://"} {
+		if rest, ok = strings.CutPrefix(s, scheme); ok {
+			return rest, true
+		}
+	}
+	return "", false
 }
 
 // Within reports whether l is o or lies under it.
